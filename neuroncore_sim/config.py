@@ -1,0 +1,203 @@
+"""Hardware configuration of the simulated NeuronCore-v2.
+
+One frozen dataclass holds every number the timing model and the front end use. Field names carry
+their units (``_hz``, ``_bytes``, ``_ns``, ``_cycles``, ``_bytes_per_ns``). Each preset value has a
+``# source:`` comment naming the AWS document it comes from (keys into ``shared/arch.md``'s source
+legend), or says ``# assumption:`` and is listed in ``docs/model.md``.
+
+TOML files override fields by the same names::
+
+    base = "trn1"                 # optional: the preset to start from
+    dma_engine_bytes_per_ns = 20.0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ConfigError
+
+KIB = 1024
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NeuronCoreConfig:
+    """Parameters of one NeuronCore-v2 and of its share of the chip.
+
+    Time inside the simulator is kept in nanoseconds (float); each engine converts its own cycle
+    counts with its own clock.
+    """
+
+    name: str
+
+    # --- engines -----------------------------------------------------------------------------
+    tensor_clock_hz: float
+    vector_clock_hz: float
+    scalar_clock_hz: float
+    gpsimd_clock_hz: float
+    sync_clock_hz: float
+
+    # --- on-chip memories ----------------------------------------------------------------------
+    num_partitions: int
+    sbuf_bytes_per_partition: int
+    sbuf_reserved_bytes_per_partition: int
+    psum_bytes_per_partition: int
+    psum_num_banks: int
+
+    # --- tile limits (nl.tile_size) --------------------------------------------------------------
+    gemm_stationary_fmax: int
+    gemm_moving_fmax: int
+    psum_fmax: int
+    bn_stats_fmax: int
+    vector_transpose_max: int
+
+    # --- documented per-instruction constants (engine cycles) ----------------------------------
+    min_ii_cycles: int
+    min_ii_dynamic_cycles: int
+    gpsimd_start_cycles: int
+    mm_init_latency_cycles: int
+    load_stationary_speedup: float
+    fp32_matmul_slowdown: int
+    act_read_accumulator_cycles: int
+    tensor_access_overhead_cycles: int
+    vector_dependent_overhead_cycles: int
+    stride_penalty_factor: float
+    stride_penalty_min_bytes: int
+
+    # --- pipeline latencies (assumptions, see docs/model.md) ----------------------------------
+    tensor_pipeline_latency_ns: float
+    engine_pipeline_latency_cycles: int
+    semaphore_latency_ns: float
+
+    # --- DMA and HBM -----------------------------------------------------------------------------
+    dma_engines: int
+    dma_engine_bytes_per_ns: float
+    dma_fixed_latency_ns: float
+    dma_buffer_overhead_ns: float
+    dma_transpose_slowdown: float
+    hbm_bytes_per_ns: float
+
+    # --- compiler behaviour (assumptions, see docs/model.md) ---------------------------------
+    loop_tile_buffers: int
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == "name":
+                continue
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+                raise ConfigError(
+                    f"config field {f.name!r} must be a positive number, found {value!r}"
+                )
+        if self.sbuf_reserved_bytes_per_partition >= self.sbuf_bytes_per_partition:
+            raise ConfigError("sbuf_reserved_bytes_per_partition must be below the SBUF size")
+        if self.psum_bytes_per_partition % self.psum_num_banks:
+            raise ConfigError("psum_bytes_per_partition must split evenly into psum_num_banks")
+
+    # Derived values, computed rather than stored so an override can never make them disagree.
+    @property
+    def sbuf_usable_bytes_per_partition(self) -> int:
+        """SBUF bytes per partition a kernel may allocate (the compiler keeps the rest)."""
+        return self.sbuf_bytes_per_partition - self.sbuf_reserved_bytes_per_partition
+
+    @property
+    def psum_bank_bytes(self) -> int:
+        """Bytes per partition of one PSUM bank (one matmul accumulation group)."""
+        return self.psum_bytes_per_partition // self.psum_num_banks
+
+    def clock_hz(self, engine: str) -> float:
+        """Clock of an engine by its nki.isa name ("tensor", "vector", "scalar", "gpsimd", "sync")."""
+        try:
+            return getattr(self, f"{engine}_clock_hz")
+        except AttributeError:
+            raise ConfigError(f"no clock for engine {engine!r}") from None
+
+    def cycles_to_ns(self, engine: str, cycles: float) -> float:
+        """Convert a cycle count of ``engine`` to nanoseconds."""
+        return cycles * 1e9 / self.clock_hz(engine)
+
+
+TRN1 = NeuronCoreConfig(
+    name="trn1",
+    tensor_clock_hz=2.8e9,  # source: [ARCH] engine table, TensorE 2.8 GHz
+    vector_clock_hz=1.12e9,  # source: [ARCH] engine table, VectorE 1.12 GHz
+    scalar_clock_hz=1.4e9,  # source: [ARCH] engine table, ScalarE 1.4 GHz
+    gpsimd_clock_hz=1.4e9,  # source: [ARCH] engine table, GpSimdE 1.4 GHz
+    sync_clock_hz=1.4e9,  # assumption: the Sync engine runs at the SBUF interface clock [ARCH]
+    num_partitions=128,  # source: [ARCH] SBUF 128 partitions
+    sbuf_bytes_per_partition=192 * KIB,  # source: [ARCH] SBUF 24 MiB = 128 x 192 KiB
+    sbuf_reserved_bytes_per_partition=16 * KIB,  # source: [ALLOC] 16 KiB reserved for the compiler
+    psum_bytes_per_partition=16 * KIB,  # source: [ARCH] PSUM 2 MiB = 128 x 16 KiB
+    psum_num_banks=8,  # source: [ARCH] 8 banks x 2 KiB per partition
+    gemm_stationary_fmax=128,  # source: [PM] nl.tile_size.gemm_stationary_fmax
+    gemm_moving_fmax=512,  # source: [PM] nl.tile_size.gemm_moving_fmax
+    psum_fmax=512,  # source: [PM] nl.tile_size.psum_fmax
+    bn_stats_fmax=512,  # source: [ISA-bn_stats] bn_stats_fmax
+    vector_transpose_max=32,  # source: [ISA-nc_transpose] VectorE transpose up to 32x32
+    min_ii_cycles=64,  # source: [ISASRC] MIN_II ~64 engine cycles
+    min_ii_dynamic_cycles=600,  # source: [ISA-tensor_copy_dynamic_src] MIN_II_DYNAMIC ~600
+    gpsimd_start_cycles=150,  # source: [ISA-affine_select], [ISA-iota] GPSIMD_START ~150
+    mm_init_latency_cycles=64,  # source: [ARCH] cost model, MM_INIT_LATENCY = 64 TensorE cycles
+    load_stationary_speedup=4.0,  # source: [ARCH] LoadStationary up to 4x faster than MM
+    fp32_matmul_slowdown=4,  # source: [ISA-nc_matmul] fp32 cost 4x
+    act_read_accumulator_cycles=64,  # source: [ARCH] ActReadAccumulator ~64 ScalarE cycles
+    tensor_access_overhead_cycles=60,  # source: [ARCH] ~60 cycles to initiate a tensor access
+    vector_dependent_overhead_cycles=100,  # source: [ARCH] ~100 cycles static overhead
+    stride_penalty_factor=2.0,  # source: [ARCH] stride > 16 B halves the interface bandwidth
+    stride_penalty_min_bytes=16,  # source: [ARCH] most-minor free stride above 16 bytes
+    tensor_pipeline_latency_ns=190.0,  # assumption: profile MATMUL durations 188-219 ns [PERF]
+    engine_pipeline_latency_cycles=60,  # assumption: = tensor access overhead [ARCH]
+    semaphore_latency_ns=9.0,  # assumption: EVENT_SEMAPHORE instruction ~9 ns in profiles [PERF]
+    dma_engines=16,  # source: [ARCH] 16 DMA engines per NeuronCore-v2
+    dma_engine_bytes_per_ns=17.0,  # source: [DMABW] TRN1 17 B/ns effective per engine
+    dma_fixed_latency_ns=1300.0,  # source: [DMABW] ~1300 ns descriptor/semaphore-to-start
+    dma_buffer_overhead_ns=12.0,  # assumption: fitted to the [DMAOV] bytes/partition curve
+    dma_transpose_slowdown=8.0,  # assumption: [PERF] "much lower DMA bandwidth", no number
+    hbm_bytes_per_ns=410.0,  # source: [ARCH] 820 GB/s per chip, shared by 2 NeuronCores
+    loop_tile_buffers=4,  # assumption: buffers the allocator rotates per allocation site
+)
+
+# Inferentia2 uses the same NeuronCore-v2 and the same HBM figures as Trainium1.
+INF2 = dataclasses.replace(TRN1, name="inf2")  # source: [INF2] same NeuronCore-v2, 820 GB/s HBM
+
+PRESETS: dict[str, NeuronCoreConfig] = {"trn1": TRN1, "inf2": INF2}
+
+
+def load_config(spec: str | Path | NeuronCoreConfig | None = None) -> NeuronCoreConfig:
+    """Return a config from a preset name, a TOML file path, or a config object.
+
+    Args:
+        spec: "trn1", "inf2", a path to a ``.toml`` file (keys = field names, optional
+            ``base = "<preset>"``), a :class:`NeuronCoreConfig`, or None for trn1.
+
+    Raises:
+        ConfigError: unknown preset, unreadable file, unknown field or invalid value.
+    """
+    if spec is None:
+        return TRN1
+    if isinstance(spec, NeuronCoreConfig):
+        return spec
+    text = str(spec)
+    if text in PRESETS:
+        return PRESETS[text]
+    path = Path(text)
+    if path.suffix != ".toml":
+        raise ConfigError(
+            f"config: expected a preset name ({', '.join(PRESETS)}) or a .toml file, found {text!r}"
+        )
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"config: cannot read {path}: {e}") from e
+    base_name = data.pop("base", "trn1")
+    if base_name not in PRESETS:
+        raise ConfigError(f"config {path}: base must be one of {list(PRESETS)}, found {base_name!r}")
+    names = {f.name for f in dataclasses.fields(NeuronCoreConfig)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ConfigError(f"config {path}: unknown field(s) {unknown}; known fields: {sorted(names)}")
+    data.setdefault("name", path.stem)
+    return dataclasses.replace(PRESETS[base_name], **data)

@@ -1,0 +1,63 @@
+"""Exception hierarchy of neuroncore_sim.
+
+Every mistake a user can make raises a subclass of :class:`SimulatorError`. Messages follow one
+shape, so they read the same everywhere::
+
+    kernel.py:42: nc_matmul: stationary must be in SBUF; expected buffer sbuf, found psum
+
+The location is the line of the *user's kernel* that issued the failing call (found by the
+front end), never a line inside this package.
+"""
+
+from __future__ import annotations
+
+
+class SimulatorError(Exception):
+    """Root of all errors raised for user mistakes or unsupported features.
+
+    Args:
+        message: what went wrong, ideally "what: expected X, found Y".
+        loc: the kernel's "file.py:LINE" (or None when no kernel line applies).
+    """
+
+    def __init__(self, message: str, loc: str | None = None) -> None:
+        self.message = message
+        self.loc = loc
+        super().__init__(f"{loc}: {message}" if loc else message)
+
+
+class ConfigError(SimulatorError):
+    """A hardware configuration (preset name, TOML file or field value) is invalid."""
+
+
+class KernelError(SimulatorError):
+    """A kernel broke an NKI rule (shape, dtype, memory space, index, argument)."""
+
+
+class ShapeError(KernelError):
+    """Operand shapes do not match what the instruction requires."""
+
+
+class DTypeError(KernelError):
+    """An operand's data type is not allowed for the instruction."""
+
+
+class MemorySpaceError(KernelError):
+    """An operand lives in a memory (HBM, SBUF, PSUM) the instruction or engine cannot use."""
+
+
+class AccessError(KernelError):
+    """An index or access pattern is malformed or falls outside its tensor."""
+
+
+class CapacityError(KernelError):
+    """A kernel needs more on-chip memory (SBUF, PSUM) than the NeuronCore has."""
+
+
+class UnsupportedError(SimulatorError):
+    """A valid NKI feature that this simulator does not implement (yet), or not on this core."""
+
+
+def expected(what: str, want: object, found: object) -> str:
+    """Format the standard "what; expected X, found Y" message body."""
+    return f"{what}; expected {want}, found {found}"

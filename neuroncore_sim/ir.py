@@ -1,0 +1,428 @@
+"""The recorded program: the one interface between the NKI front end, the functional executor
+and the timing model.
+
+A :class:`Program` is an ordered list of :class:`Instruction` over :class:`TensorDecl` tensors.
+Each operand is an :class:`Access`: an affine access pattern (offset plus ``(stride, size)``
+pairs, in elements) into one tensor, like the hardware's access patterns. The timing model reads
+shapes, dtypes, memory spaces and regions from it and never sees a numpy value.
+
+Storage layout. Every tensor is stored *row-major by partition*: its ``partition_axis`` is the
+row axis, and the other dims, in declared order, make up a row (for SBUF/PSUM a row is the
+tensor's bytes in one partition, block dims included, as on the hardware). HBM tensors use
+``partition_axis = 0``, i.e. plain C order. ``TensorDecl.strides`` gives the element strides of
+the declared dims in that layout.
+
+Operand roles. ``Instruction.srcs`` and ``Instruction.dsts`` are dicts from role names to
+accesses. The roles and ``attrs`` of each opcode are listed in :data:`OPCODE_DOC`; operators in
+attrs are NKI names such as "add", "exp" or "max" (see ``nki/ops.py``).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import numpy as np
+
+from .dtypes import dtype_name
+
+
+class Engine(str, enum.Enum):
+    """Execution units, named as ``nki.isa.engine``; DMA work is on the DMA queues."""
+
+    TENSOR = "tensor"
+    VECTOR = "vector"
+    SCALAR = "scalar"
+    GPSIMD = "gpsimd"
+    SYNC = "sync"
+    DMA = "dma"
+
+
+class MemSpace(str, enum.Enum):
+    """Memories of a NeuronCore-v2."""
+
+    HBM = "hbm"
+    SBUF = "sbuf"
+    PSUM = "psum"
+
+
+class Opcode(str, enum.Enum):
+    """One opcode per ``nki.isa`` instruction; the value is the nisa function name."""
+
+    NC_MATMUL = "nc_matmul"
+    NC_TRANSPOSE = "nc_transpose"
+    ACTIVATION = "activation"
+    ACTIVATION_REDUCE = "activation_reduce"
+    TENSOR_TENSOR = "tensor_tensor"
+    TENSOR_SCALAR = "tensor_scalar"
+    SCALAR_TENSOR_TENSOR = "scalar_tensor_tensor"
+    TENSOR_SCALAR_REDUCE = "tensor_scalar_reduce"
+    TENSOR_REDUCE = "tensor_reduce"
+    TENSOR_PARTITION_REDUCE = "tensor_partition_reduce"
+    TENSOR_TENSOR_SCAN = "tensor_tensor_scan"
+    TENSOR_COPY = "tensor_copy"
+    MEMSET = "memset"
+    IOTA = "iota"
+    AFFINE_SELECT = "affine_select"
+    RECIPROCAL = "reciprocal"
+    BN_STATS = "bn_stats"
+    BN_AGGR = "bn_aggr"
+    DMA_COPY = "dma_copy"
+    DMA_TRANSPOSE = "dma_transpose"
+
+
+#: Roles and attrs of each opcode (the contract between front end, executor and timing model).
+#: Every output is computed in float32 (integer ops in int64 where noted) and cast to the dtype
+#: of the destination tensor. ``mask`` (Instruction.mask) limits which output elements are
+#: written; all shapes are the access shapes.
+OPCODE_DOC: dict[Opcode, str] = {
+    Opcode.NC_MATMUL: "srcs stationary[K,M], moving[K,N]; dsts out[M,N] (PSUM, fp32). "
+    "attrs accumulate: bool (add into out instead of overwriting), is_stationary_onezero, "
+    "is_moving_onezero: bool. out = stationary.T @ moving in fp32.",
+    Opcode.NC_TRANSPOSE: "srcs data[P,F]; dsts out[F,P]. Engine TENSOR (to PSUM) or VECTOR "
+    "(<= 32x32). Free axes of data are flattened first.",
+    Opcode.ACTIVATION: "srcs data, optional bias[P,1], optional scale[P,1]; dsts out, optional "
+    "reduce_res[P,1]. attrs op (activation name), scale: float (used when no scale tile), "
+    "reduce_op (None or 'add'), reduce_cmd ('idle'|'reset'|'reduce'|'reset_reduce'). "
+    "y = op(data*scale + bias); out = y; reduce_res = sum of y over the free axes.",
+    Opcode.ACTIVATION_REDUCE: "as ACTIVATION with reduce_res required and reduce_op 'add'.",
+    Opcode.TENSOR_TENSOR: "srcs data1, data2 (same shape); dsts out. attrs op.",
+    Opcode.TENSOR_SCALAR: "srcs data, optional operand0[P,1], optional operand1[P,1]; dsts out. "
+    "attrs op0, operand0 (float, when no tile), reverse0, op1 (or None), operand1, reverse1. "
+    "out = (data op0 operand0) op1 operand1; reverseN swaps the operands of opN.",
+    Opcode.SCALAR_TENSOR_TENSOR: "srcs data, optional operand0[P,1], operand1 (shape of data); "
+    "dsts out. attrs op0, operand0 (float when no tile), reverse0, op1, reverse1. "
+    "out = (data op0 operand0) op1 operand1.",
+    Opcode.TENSOR_SCALAR_REDUCE: "srcs data, optional operand0[P,1]; dsts out, reduce_res[P,1]. "
+    "attrs op0, operand0, reverse0, reduce_op. out = data op0 operand0; reduce_res = "
+    "reduce_op over the free axes of out.",
+    Opcode.TENSOR_REDUCE: "srcs data; dsts out. attrs op, axes (tuple of data axes >= 1), "
+    "negate: bool, keepdims: bool.",
+    Opcode.TENSOR_PARTITION_REDUCE: "srcs data[P,F]; dsts out[1,F]. attrs op. Reduce across "
+    "partitions (GpSimd).",
+    Opcode.TENSOR_TENSOR_SCAN: "srcs data0, data1, optional initial[P,1]; dsts out. attrs op0, "
+    "op1, initial (float when no tile), reverse0, reverse1. "
+    "out[:,i] = (data0[:,i] op0 out[:,i-1]) op1 data1[:,i], out[:,-1] = initial.",
+    Opcode.TENSOR_COPY: "srcs src; dsts out (same shape). Bit-exact when dtypes match, except "
+    "on SCALAR which casts through fp32.",
+    Opcode.MEMSET: "dsts out. attrs value: float|int.",
+    Opcode.IOTA: "dsts out. attrs expr: Affine over the out axes; out[i] = expr(i) in int32, "
+    "cast to out's dtype.",
+    Opcode.AFFINE_SELECT: "srcs on_true; dsts out. attrs pred: Predicate over the out axes, "
+    "on_false_value: float. out = pred ? on_true : on_false_value.",
+    Opcode.RECIPROCAL: "srcs data; dsts out. out = 1 / data.",
+    Opcode.BN_STATS: "srcs data[P,N]; dsts out[P,6]: per even/odd element halves: "
+    "count, mean, variance*count.",
+    Opcode.BN_AGGR: "srcs data[P,6k]; dsts out[P,2]: mean and variance aggregated from "
+    "bn_stats outputs.",
+    Opcode.DMA_COPY: "srcs src; dsts out (same number of elements; shapes may differ only by "
+    "dims of size 1). attrs dst_rmw_op: None or 'add'. Engine DMA. Casts when dtypes differ.",
+    Opcode.DMA_TRANSPOSE: "srcs src[A,B]; dsts out[B,A]. Engine DMA; transposes while moving.",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLoc:
+    """A line of the user's kernel source."""
+
+    filename: str
+    lineno: int
+
+    def __str__(self) -> str:
+        return f"{os.path.basename(self.filename)}:{self.lineno}"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TensorDecl:
+    """A tensor the kernel reads or writes: a kernel argument, an HBM output or an on-chip tile.
+
+    Attributes:
+        id: position in ``Program.tensors``.
+        name: readable name ("a", "out", "t12").
+        space: the memory it lives in.
+        shape: declared shape (block dims, partition dim, free dims for SBUF/PSUM).
+        dtype: an NKI numpy dtype.
+        partition_axis: which declared dim is the partition dim (0 for HBM).
+        kind: "input", "output" (shared_hbm allocated by the kernel), "hbm" (private scratch),
+            "tile" (SBUF/PSUM) or "constant".
+        site: the source line that allocated it (tiles from one site rotate through buffers).
+    """
+
+    id: int
+    name: str
+    space: MemSpace
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    partition_axis: int = 0
+    kind: str = "tile"
+    site: SourceLoc | None = None
+    rows: int = field(init=False)
+    row_size: int = field(init=False)
+    strides: tuple[int, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        rows = self.shape[self.partition_axis] if self.shape else 1
+        row_size = math.prod(self.shape) // rows if rows else 0
+        # Strides in the partition-major layout: the partition dim steps whole rows; the other
+        # dims keep their C order inside a row.
+        strides = [0] * len(self.shape)
+        step = 1
+        for d in reversed(range(len(self.shape))):
+            if d == self.partition_axis:
+                continue
+            strides[d] = step
+            step *= self.shape[d]
+        if self.shape:
+            strides[self.partition_axis] = row_size
+        object.__setattr__(self, "rows", rows)
+        object.__setattr__(self, "row_size", row_size)
+        object.__setattr__(self, "strides", tuple(strides))
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return self.rows * self.row_size
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element."""
+        return self.dtype.itemsize
+
+    @property
+    def row_bytes(self) -> int:
+        """Bytes per row (per partition for SBUF/PSUM tiles)."""
+        return self.row_size * self.dtype.itemsize
+
+    def __repr__(self) -> str:
+        return (f"TensorDecl({self.name}, {self.space.value}, {list(self.shape)}, "
+                f"{dtype_name(self.dtype)})")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Access:
+    """An affine access pattern into one tensor (the region an operand reads or writes).
+
+    Element ``(i0, i1, ...)`` of the access is storage element
+    ``offset + sum(stride_k * i_k)``. For SBUF/PSUM operands the first pattern dim is the
+    partition dim. ``row_lo/row_hi`` and ``col_lo/col_hi`` bound the rows (partitions) and the
+    elements within a row that the access touches; they are exact for rectangular slices and
+    conservative otherwise. They are what hazard detection compares.
+    """
+
+    tensor: TensorDecl
+    offset: int
+    pattern: tuple[tuple[int, int], ...]
+    row_lo: int = field(init=False)
+    row_hi: int = field(init=False)
+    col_lo: int = field(init=False)
+    col_hi: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        row_lo, row_hi, col_lo, col_hi = _bounds(self.tensor.row_size, self.offset, self.pattern)
+        object.__setattr__(self, "row_lo", row_lo)
+        object.__setattr__(self, "row_hi", row_hi)
+        object.__setattr__(self, "col_lo", col_lo)
+        object.__setattr__(self, "col_hi", col_hi)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape of the accessed region."""
+        return tuple(n for _, n in self.pattern)
+
+    @property
+    def size(self) -> int:
+        """Number of elements accessed."""
+        return math.prod(n for _, n in self.pattern)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The tensor's dtype."""
+        return self.tensor.dtype
+
+    @property
+    def space(self) -> MemSpace:
+        """The memory the tensor lives in."""
+        return self.tensor.space
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes accessed."""
+        return self.size * self.tensor.dtype.itemsize
+
+    @property
+    def partitions(self) -> int:
+        """Size of the first (partition) dim; 1 for a 0-d access."""
+        return self.pattern[0][1] if self.pattern else 1
+
+    @property
+    def free_size(self) -> int:
+        """Elements per partition (product of the non-partition dims): the N of cost formulas."""
+        return math.prod(n for _, n in self.pattern[1:])
+
+    def contiguous_runs(self) -> tuple[int, int]:
+        """(number of contiguous element runs, elements per run) after merging adjacent dims.
+
+        A DMA moves one descriptor ("DMA buffer") per run.
+        """
+        dims = [(s, n) for s, n in self.pattern if n != 1]
+        run = 1
+        while dims and dims[-1][0] == run:
+            run *= dims.pop()[1]
+        return (math.prod(n for _, n in dims) if dims else 1), run
+
+    def overlaps(self, other: Access) -> bool:
+        """True when the bounding regions of two accesses to the same tensor intersect."""
+        return (self.tensor is other.tensor
+                and self.row_lo < other.row_hi and other.row_lo < self.row_hi
+                and self.col_lo < other.col_hi and other.col_lo < self.col_hi)
+
+    def __repr__(self) -> str:
+        t = self.tensor
+        return (f"{t.name}:{t.space.value}[{self.row_lo}:{self.row_hi},{self.col_lo}:{self.col_hi}]"
+                f"{list(self.shape)}")
+
+
+def _bounds(row_size: int, offset: int, pattern: tuple[tuple[int, int], ...]) -> tuple[int, ...]:
+    """Bounding (row_lo, row_hi, col_lo, col_hi) of an access pattern in a row-major tensor."""
+    lo = hi = offset
+    for s, n in pattern:
+        if n == 0:
+            return (0, 0, 0, 0)
+        ext = s * (n - 1)
+        lo, hi = (lo + ext, hi) if ext < 0 else (lo, hi + ext)
+    if row_size <= 0:
+        return (0, 0, 0, 0)
+    row_lo, row_hi = lo // row_size, hi // row_size + 1
+    if row_hi - row_lo == 1:
+        return (row_lo, row_hi, lo % row_size, hi % row_size + 1)
+    # Several rows: split the pattern into dims that step whole rows and dims inside a row.
+    c_lo = c_hi = offset % row_size
+    for s, n in pattern:
+        if s % row_size == 0:
+            continue
+        ext = s * (n - 1)
+        c_lo, c_hi = (c_lo + ext, c_hi) if ext < 0 else (c_lo, c_hi + ext)
+    if c_lo < 0 or c_hi >= row_size:  # a dim wraps across rows: be conservative
+        return (row_lo, row_hi, 0, row_size)
+    return (row_lo, row_hi, c_lo, c_hi + 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Affine:
+    """An integer affine expression over the axes of an instruction's output:
+    ``const + sum(coefs[k] * i_k)``."""
+
+    const: int
+    coefs: tuple[int, ...]
+
+    def evaluate(self, shape: tuple[int, ...]) -> np.ndarray:
+        """Values over a grid of ``shape`` (broadcast-shaped int64 array)."""
+        grids = np.ogrid[tuple(slice(0, n) for n in shape)] if shape else []
+        value: np.ndarray | int = self.const
+        for c, g in zip(self.coefs, grids):
+            if c:
+                value = value + c * g
+        return np.broadcast_to(np.asarray(value, dtype=np.int64), shape)
+
+
+_CMP = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
+        "==": np.equal, "!=": np.not_equal}
+
+
+@dataclass(frozen=True, slots=True)
+class Predicate:
+    """A compile-time condition over the output axes: comparisons of affine expressions with 0,
+    combined with and / or / not. ``op`` is one of ``< <= > >= == !=`` (then ``expr`` is set)
+    or ``and``, ``or``, ``not`` (then ``parts`` is set)."""
+
+    op: str
+    expr: Affine | None = None
+    parts: tuple[Predicate, ...] = ()
+
+    def evaluate(self, shape: tuple[int, ...]) -> np.ndarray:
+        """Boolean array of ``shape``: where the predicate holds."""
+        if self.op in _CMP:
+            assert self.expr is not None
+            return _CMP[self.op](self.expr.evaluate(shape), 0)
+        values = [p.evaluate(shape) for p in self.parts]
+        if self.op == "not":
+            return ~values[0]
+        combine = np.logical_and if self.op == "and" else np.logical_or
+        out = values[0]
+        for v in values[1:]:
+            out = combine(out, v)
+        return np.broadcast_to(out, shape)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Instruction:
+    """One executed instruction.
+
+    Attributes:
+        id: position in ``Program.instructions``.
+        opcode: which nki.isa instruction.
+        engine: the engine that runs it (``Engine.DMA`` for DMA transfers).
+        dsts: role -> region written (the main output is "out").
+        srcs: role -> region read.
+        attrs: plain values (operator names, scalars, flags), per :data:`OPCODE_DOC`.
+        loc: the user's kernel line that issued it.
+        mask: which output elements are written (None: all). Already shrunk to its bounding box.
+        instance: index of the SPMD program instance (0 for a kernel without a grid).
+    """
+
+    id: int
+    opcode: Opcode
+    engine: Engine
+    dsts: dict[str, Access]
+    srcs: dict[str, Access]
+    attrs: dict[str, object]
+    loc: SourceLoc | None = None
+    mask: Predicate | None = None
+    instance: int = 0
+
+    @property
+    def out(self) -> Access:
+        """The main destination."""
+        return self.dsts["out"]
+
+    def accesses(self) -> Iterator[tuple[Access, bool]]:
+        """All operands as (access, is_write), sources first."""
+        for a in self.srcs.values():
+            yield a, False
+        for a in self.dsts.values():
+            yield a, True
+
+
+@dataclass(slots=True)
+class Program:
+    """Everything a kernel launch executed, in program order.
+
+    Attributes:
+        name: the kernel's function name.
+        grid: the SPMD launch grid (() for a single instance).
+        tensors: every tensor, indexed by ``TensorDecl.id``.
+        instructions: every instruction, indexed by ``Instruction.id``.
+    """
+
+    name: str
+    grid: tuple[int, ...] = ()
+    tensors: list[TensorDecl] = field(default_factory=list)
+    instructions: list[Instruction] = field(default_factory=list)
+
+    def format(self) -> str:
+        """A readable listing, one instruction per line (used for golden tests)."""
+        lines = [f"program {self.name} grid={list(self.grid)}"]
+        for t in self.tensors:
+            lines.append(f"  tensor {t.name}: {t.space.value} {list(t.shape)} "
+                         f"{dtype_name(t.dtype)} {t.kind}")
+        for ins in self.instructions:
+            dsts = ", ".join(f"{k}={a!r}" for k, a in ins.dsts.items())
+            srcs = ", ".join(f"{k}={a!r}" for k, a in ins.srcs.items())
+            attrs = ", ".join(f"{k}={v}" for k, v in ins.attrs.items())
+            mask = " masked" if ins.mask is not None else ""
+            lines.append(f"  {ins.id:>4} {ins.engine.value:<6} {ins.opcode.value:<20} {dsts}"
+                         f" <- {srcs}{' {' + attrs + '}' if attrs else ''}{mask}  @{ins.loc}")
+        return "\n".join(lines)
