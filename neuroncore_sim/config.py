@@ -83,6 +83,16 @@ class NeuronCoreConfig:
     # --- compiler behaviour (assumptions, see docs/model.md) ---------------------------------
     loop_tile_buffers: int
 
+    # --- cost-formula constants and timing-model assumptions (cost.py, dma.py, timing.py) ------
+    two_input_cycles_per_element: int
+    bf16_fast_path_divisor: int
+    reciprocal_cycles_per_element: int
+    bn_aggr_cycles_per_group: int
+    bn_aggr_group_elements: int
+    onezero_fp32_speedup: float
+    gpsimd_rsqrt_slowdown: float
+    partition_reduce_cycles_per_element: float
+
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
@@ -158,6 +168,14 @@ TRN1 = NeuronCoreConfig(
     dma_transpose_slowdown=8.0,  # assumption: [PERF] "much lower DMA bandwidth", no number
     hbm_bytes_per_ns=410.0,  # source: [ARCH] 820 GB/s per chip, shared by 2 NeuronCores
     loop_tile_buffers=4,  # assumption: buffers the allocator rotates per allocation site
+    two_input_cycles_per_element=2,  # source: [ARCH] cost model, two input tiles ~2N cycles
+    bf16_fast_path_divisor=2,  # source: [ISA-tensor_reduce], [ISA-memset] bf16 fast paths N/2
+    reciprocal_cycles_per_element=8,  # source: [ISA-reciprocal] max(MIN_II, 8*N)
+    bn_aggr_cycles_per_group=13,  # source: [ISA-bn_aggr] max(MIN_II, 13*(N/3))
+    bn_aggr_group_elements=3,  # source: [ISA-bn_aggr] max(MIN_II, 13*(N/3))
+    onezero_fp32_speedup=2.0,  # source: [ISA-nc_matmul] onezero hint up to 2x for fp32 operands
+    gpsimd_rsqrt_slowdown=4.0,  # source: [SHARED] rsqrt on GpSimd 4x lower throughput
+    partition_reduce_cycles_per_element=2.0,  # assumption: GpSimd reads N, then combines N
 )
 
 # Inferentia2 uses the same NeuronCore-v2 and the same HBM figures as Trainium1.
