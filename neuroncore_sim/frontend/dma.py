@@ -1,0 +1,79 @@
+"""DMA transfers as kernels request them: ``nl.load``, ``nl.store``, ``nisa.dma_copy``.
+
+All three become ``dma_copy`` instructions on the DMA queues. A load returns a pending SBUF tile,
+so ``t[...] = nl.load(...)`` moves the data straight into ``t``. Storing a PSUM tile first copies
+it to SBUF (the DMA engines reach HBM and SBUF only), as the NKI docs describe for ``nl.store``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..dtypes import to_dtype
+from ..errors import KernelError, MemorySpaceError, ShapeError
+from ..ir import Engine, MemSpace, Opcode
+from . import tracer as _tracer
+from .operands import issue, issue_into
+from .tensor import NkiTensor
+
+_DMA_SPACES = (MemSpace.HBM, MemSpace.SBUF)
+
+
+def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(n for n in shape if n != 1)
+
+
+def load(src: Any, *, mask: Any = None, dtype: Any = None) -> NkiTensor:
+    """Load an HBM region into a new SBUF tile (its first axis becomes the partition dim)."""
+    what = "load"
+    tr = _tracer.current(what)
+    if not isinstance(src, NkiTensor):
+        raise tr.fail(KernelError, f"{what} src: expected an HBM tensor, found "
+                      f"{type(src).__name__}")
+    if src.space is not MemSpace.HBM:
+        raise tr.fail(MemorySpaceError, f"{what} src: expected a tensor in hbm, found "
+                      f"{src.space.value} (copy between on-chip tiles with nl.copy)")
+    shape = src.shape if src.ndim >= 2 else src.shape + (1,)
+    if shape[0] > tr.config.num_partitions:
+        raise tr.fail(ShapeError, f"{what}: the first axis becomes the partition dim; expected "
+                      f"at most {tr.config.num_partitions}, found {shape[0]}")
+    view = src if src.ndim >= 2 else src[:, None]
+    out_dtype = to_dtype(dtype, f"{what} dtype") if dtype is not None else src.dtype
+    return issue(what, Opcode.DMA_COPY, Engine.DMA, shape, out_dtype, {"src": view},
+                 {"dst_rmw_op": None}, mask=mask, spaces=_DMA_SPACES)
+
+
+def store(dst: Any, value: Any, *, mask: Any = None) -> None:
+    """Store a tile into an HBM region (PSUM tiles are first copied to SBUF)."""
+    what = "store"
+    tr = _tracer.current(what)
+    if not isinstance(dst, NkiTensor) or dst.space is not MemSpace.HBM:
+        found = dst.space.value if isinstance(dst, NkiTensor) else type(dst).__name__
+        raise tr.fail(MemorySpaceError, f"{what} dst: expected a tensor in hbm, found {found}")
+    if not isinstance(value, NkiTensor):
+        from . import language as nl
+        value = nl.full(dst.shape, value, dst.dtype)
+    if value.space is MemSpace.PSUM:
+        from .isa import tensor_copy
+        value = tensor_copy(value)
+    dma_move(what, dst, value, mask, None)
+
+
+def dma_move(what: str, dst: NkiTensor, src: NkiTensor, mask: Any, rmw: str | None) -> None:
+    """One DMA from ``src`` to ``dst`` (same element count; size-1 axes may differ)."""
+    tr = _tracer.current(what)
+    for t, role in ((dst, "dst"), (src, "src")):
+        if t.space not in _DMA_SPACES:
+            raise tr.fail(MemorySpaceError, f"{what} {role}: DMA engines reach hbm and sbuf; "
+                          f"found {t.space.value}")
+    if dst.shape != src.shape:
+        if _squeezed(dst.shape) != _squeezed(src.shape) or math.prod(dst.shape) != math.prod(
+                src.shape):
+            raise tr.fail(ShapeError, f"{what}: expected src shape {list(dst.shape)} (the dst "
+                          f"shape), found {list(src.shape)}")
+        if mask is not None:
+            raise tr.fail(ShapeError, f"{what}: a mask needs src and dst of the same shape; "
+                          f"found {list(src.shape)} and {list(dst.shape)}")
+    issue_into(what, Opcode.DMA_COPY, Engine.DMA, dst, {"src": src}, {"dst_rmw_op": rmw},
+               mask=mask, dst_spaces=_DMA_SPACES, src_spaces=_DMA_SPACES)

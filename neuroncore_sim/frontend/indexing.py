@@ -1,0 +1,239 @@
+"""Index expressions and masks: ``nl.arange``, ``nl.mgrid``, ``nl.ds`` and comparisons of them.
+
+An :class:`IndexExpr` is an integer affine expression over the axes of a broadcast grid, like
+``i * 128 + nl.arange(128)[:, None]``: a constant plus one coefficient per axis, each axis with a
+size (1 for a broadcast axis). Indexing a tensor with such expressions gives an affine access
+pattern, which is exactly what the hardware's access patterns can express. Comparing
+expressions gives a :class:`MaskExpr`, the compile-time predicate that ``mask=`` takes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import UnsupportedError
+from ..ir import Affine, Predicate
+
+
+def _is_int(x: object) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+class IndexExpr:
+    """``const + sum(coefs[a] * i_a)`` where ``i_a`` runs over ``range(sizes[a])``.
+
+    Axes broadcast like numpy (aligned to the right); an axis of size 1 has coefficient 0.
+    """
+
+    __slots__ = ("const", "coefs", "sizes")
+
+    def __init__(self, const: int, coefs: tuple[int, ...], sizes: tuple[int, ...]) -> None:
+        self.const = int(const)
+        self.coefs = coefs
+        self.sizes = sizes
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Broadcast shape of the expression."""
+        return self.sizes
+
+    @property
+    def ndim(self) -> int:
+        return len(self.sizes)
+
+    def bounds(self) -> tuple[int, int]:
+        """(min, max) value over the grid (inclusive)."""
+        lo = hi = self.const
+        for c, n in zip(self.coefs, self.sizes):
+            ext = c * (n - 1)
+            if ext < 0:
+                lo += ext
+            else:
+                hi += ext
+        return lo, hi
+
+    def aligned(self, ndim: int) -> IndexExpr:
+        """The same expression with leading broadcast axes added up to ``ndim``."""
+        pad = ndim - len(self.sizes)
+        if pad <= 0:
+            return self
+        return IndexExpr(self.const, (0,) * pad + self.coefs, (1,) * pad + self.sizes)
+
+    def __getitem__(self, key: object) -> IndexExpr:
+        # Only axis insertion (``[:, None]``, ``[None, :]``) is meaningful on an index.
+        key = key if isinstance(key, tuple) else (key,)
+        coefs, sizes, k = [], [], 0
+        for item in key:
+            if item is None:
+                coefs.append(0)
+                sizes.append(1)
+            elif isinstance(item, slice) and item == slice(None):
+                coefs.append(self.coefs[k])
+                sizes.append(self.sizes[k])
+                k += 1
+            else:
+                raise UnsupportedError(
+                    f"index expression: expected [:, None]-style axis insertion, found {item!r}")
+        coefs.extend(self.coefs[k:])
+        sizes.extend(self.sizes[k:])
+        return IndexExpr(self.const, tuple(coefs), tuple(sizes))
+
+    def _combine(self, other: object, sign: int) -> IndexExpr:
+        if _is_int(other):
+            return IndexExpr(self.const + sign * int(other), self.coefs, self.sizes)  # type: ignore[arg-type]
+        if not isinstance(other, IndexExpr):
+            return NotImplemented
+        ndim = max(self.ndim, other.ndim)
+        a, b = self.aligned(ndim), other.aligned(ndim)
+        sizes = []
+        for sa, sb in zip(a.sizes, b.sizes):
+            if sa != sb and 1 not in (sa, sb):
+                raise UnsupportedError(
+                    f"index expressions: cannot broadcast shapes {a.sizes} and {b.sizes}")
+            sizes.append(max(sa, sb))
+        coefs = tuple(ca + sign * cb for ca, cb in zip(a.coefs, b.coefs))
+        return IndexExpr(a.const + sign * b.const, coefs, tuple(sizes))
+
+    def __add__(self, other: object) -> IndexExpr:
+        return self._combine(other, 1)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: object) -> IndexExpr:
+        return self._combine(other, -1)
+
+    def __rsub__(self, other: object) -> IndexExpr:
+        return (-self)._combine(other, 1)
+
+    def __neg__(self) -> IndexExpr:
+        return IndexExpr(-self.const, tuple(-c for c in self.coefs), self.sizes)
+
+    def __mul__(self, other: object) -> IndexExpr:
+        if not _is_int(other):
+            raise UnsupportedError(
+                f"index expression: only multiplication by an integer is affine, found {other!r}")
+        k = int(other)  # type: ignore[arg-type]
+        return IndexExpr(self.const * k, tuple(c * k for c in self.coefs), self.sizes)
+
+    __rmul__ = __mul__
+
+    def _nonaffine(self, *_: object) -> IndexExpr:
+        raise UnsupportedError("index expression: only +, - and * by an integer keep an index "
+                               "affine; //, % and / are not supported")
+
+    __floordiv__ = __mod__ = __truediv__ = __rfloordiv__ = __rmod__ = _nonaffine
+
+    def _cmp(self, other: object, op: str) -> MaskExpr:
+        diff = self - other if isinstance(other, IndexExpr) or _is_int(other) else None
+        if diff is None:
+            return NotImplemented  # type: ignore[return-value]
+        return MaskExpr("cmp", op, diff, ())
+
+    def __lt__(self, other: object) -> MaskExpr:
+        return self._cmp(other, "<")
+
+    def __le__(self, other: object) -> MaskExpr:
+        return self._cmp(other, "<=")
+
+    def __gt__(self, other: object) -> MaskExpr:
+        return self._cmp(other, ">")
+
+    def __ge__(self, other: object) -> MaskExpr:
+        return self._cmp(other, ">=")
+
+    def __eq__(self, other: object) -> MaskExpr:  # type: ignore[override]
+        return self._cmp(other, "==")
+
+    def __ne__(self, other: object) -> MaskExpr:  # type: ignore[override]
+        return self._cmp(other, "!=")
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def values(self) -> np.ndarray:
+        """The expression's values over its grid (for iota and debugging)."""
+        return Affine(self.const, self.coefs).evaluate(self.sizes)
+
+    def to_affine(self, ndim: int) -> Affine:
+        """As an :class:`ir.Affine` over an ``ndim``-axis grid."""
+        a = self.aligned(ndim)
+        return Affine(a.const, a.coefs)
+
+    def __repr__(self) -> str:
+        terms = " + ".join(f"{c}*i{k}[{n}]" for k, (c, n) in enumerate(zip(self.coefs, self.sizes))
+                           if c)
+        return f"IndexExpr({self.const}{' + ' + terms if terms else ''})"
+
+
+class MaskExpr:
+    """A predicate over index expressions: ``expr op 0`` or a combination with ``&``, ``|``,
+    ``~``. Used as the ``mask=`` argument of instructions."""
+
+    __slots__ = ("kind", "op", "expr", "parts")
+
+    def __init__(self, kind: str, op: str, expr: IndexExpr | None,
+                 parts: tuple[MaskExpr, ...]) -> None:
+        self.kind, self.op, self.expr, self.parts = kind, op, expr, parts
+
+    def __and__(self, other: MaskExpr) -> MaskExpr:
+        return MaskExpr("bool", "and", None, (self, other))
+
+    def __or__(self, other: MaskExpr) -> MaskExpr:
+        return MaskExpr("bool", "or", None, (self, other))
+
+    def __invert__(self) -> MaskExpr:
+        return MaskExpr("bool", "not", None, (self,))
+
+    def __bool__(self) -> bool:
+        raise UnsupportedError("a mask is a compile-time predicate over index expressions; "
+                               "combine masks with & and |, not 'and' / 'or' / 'if'")
+
+    @property
+    def ndim(self) -> int:
+        if self.expr is not None:
+            return self.expr.ndim
+        return max(p.ndim for p in self.parts)
+
+    def to_predicate(self, ndim: int) -> Predicate:
+        """As an :class:`ir.Predicate` over an ``ndim``-axis grid (aligned to the right)."""
+        if self.expr is not None:
+            return Predicate(self.op, self.expr.to_affine(ndim))
+        return Predicate(self.op, None, tuple(p.to_predicate(ndim) for p in self.parts))
+
+
+def arange(*args: int) -> IndexExpr:
+    """``nl.arange(stop)`` / ``nl.arange(start, stop[, step])``: a 1-D index expression."""
+    ints = [int(a) for a in args]
+    if len(ints) == 1:
+        start, stop, step = 0, ints[0], 1
+    elif len(ints) in (2, 3):
+        start, stop, step = ints[0], ints[1], ints[2] if len(ints) == 3 else 1
+    else:
+        raise UnsupportedError(f"nl.arange: expected 1 to 3 integers, found {len(args)}")
+    n = max(0, -(-(stop - start) // step))
+    return IndexExpr(start, (step,), (n,))
+
+
+class _MGrid:
+    """``nl.mgrid[0:128, 0:512]``: one index expression per axis, like ``numpy.mgrid``."""
+
+    def __getitem__(self, key: object) -> tuple[IndexExpr, ...] | IndexExpr:
+        slices = key if isinstance(key, tuple) else (key,)
+        ndim = len(slices)
+        out = []
+        for axis, s in enumerate(slices):
+            if not isinstance(s, slice):
+                raise UnsupportedError(f"nl.mgrid: expected slices, found {s!r}")
+            start, stop, step = s.start or 0, s.stop, s.step or 1
+            n = max(0, -(-(stop - start) // step))
+            coefs = tuple(step if a == axis else 0 for a in range(ndim))
+            sizes = tuple(n if a == axis else 1 for a in range(ndim))
+            out.append(IndexExpr(start, coefs, sizes))
+        return tuple(out) if ndim > 1 else out[0]
+
+
+mgrid = _MGrid()
+
+
+def ds(start: int, size: int) -> slice:
+    """``nl.ds(start, size)``: the slice ``start:start+size``."""
+    return slice(int(start), int(start) + int(size))

@@ -1,0 +1,428 @@
+"""``nki.isa`` (nisa): one function per NeuronCore-v2 instruction.
+
+Each function checks its operands against the rules the NKI API reference (docs 2.20-2.26)
+states, picks the engine (the ``engine=`` argument, else the documented default), and records
+one instruction; the value is computed by the executor when the instruction is recorded.
+Results are new tiles: SBUF, except TensorE results which are in PSUM.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import numpy as np
+
+from .. import ops
+from ..dtypes import dtype_name, float32, is_float, promote, to_dtype
+from ..errors import DTypeError, KernelError, MemorySpaceError, ShapeError, UnsupportedError
+from ..ir import Engine, MemSpace, Opcode
+from . import tracer as _tracer
+from .indexing import IndexExpr, MaskExpr
+from .operands import ON_CHIP, engine_arg, issue, op_name, operand, scalar_value
+from .tensor import NkiTensor
+
+
+class engine(enum.IntEnum):  # noqa: N801  (name and values as in nki.isa)
+    """Engines, with the values of ``nki.isa.engine`` (docs 2.26)."""
+
+    unknown = 0
+    tensor = 1
+    scalar = 2
+    gpsimd = 3
+    vector = 5
+    sync = 6
+
+
+tensor_engine, scalar_engine, gpsimd_engine = engine.tensor, engine.scalar, engine.gpsimd
+vector_engine, sync_engine, unknown_engine = engine.vector, engine.sync, engine.unknown
+
+
+class reduce_cmd(enum.Enum):  # noqa: N801
+    """ScalarE accumulator-register commands of ``activation``."""
+
+    idle = "idle"
+    reset = "reset"
+    reduce = "reduce"
+    reset_reduce = "reset_reduce"
+
+
+class nc_version(enum.IntEnum):  # noqa: N801
+    """NeuronCore generations: gen2 is Trainium1 / Inferentia2."""
+
+    gen2 = 2
+    gen3 = 3
+
+
+class dge_mode(enum.IntEnum):  # noqa: N801
+    """Descriptor generation modes of dma_copy (hardware DGE is NeuronCore-v3 only)."""
+
+    unknown = 0
+    swdge = 1
+    hwdge = 2
+    none = 3
+
+
+class oob_mode(enum.IntEnum):  # noqa: N801
+    """What dma_copy does with out-of-bounds indirect indices."""
+
+    error = 0
+    skip = 1
+
+
+def get_nc_version() -> nc_version:
+    """The simulated core's generation: always NeuronCore-v2."""
+    return nc_version.gen2
+
+
+def _fail(cls: type, msg: str) -> Exception:
+    return _tracer.current().fail(cls, msg)
+
+
+def _tile(x: Any, what: str) -> NkiTensor:
+    if not isinstance(x, NkiTensor):
+        raise _fail(KernelError, f"{what}: expected a tile, found {type(x).__name__}")
+    return x
+
+
+def _out_dtype(dtype: Any, *inputs: np.dtype) -> np.dtype:
+    if dtype is not None:
+        return to_dtype(dtype, "dtype")
+    out = inputs[0]
+    for d in inputs[1:]:
+        out = promote(out, d)
+    return out
+
+
+def _pcol(x: Any, data: NkiTensor, what: str) -> NkiTensor:
+    """A per-partition [P, 1] operand tile, checked against ``data``'s partitions."""
+    t = _tile(x, what)
+    if len(t.shape) < 1 or t.shape[0] != data.shape[0] or any(n != 1 for n in t.shape[1:]):
+        raise _fail(ShapeError, f"{what}: expected shape [{data.shape[0]}, 1], found "
+                    f"{list(t.shape)}")
+    return t.with_shape((t.shape[0],) + (1,) * (len(data.shape) - 1))
+
+
+def _no_gpsimd_psum(eng: Engine, what: str, *tiles: NkiTensor) -> None:
+    if eng is Engine.GPSIMD and any(t.space is MemSpace.PSUM for t in tiles):
+        raise _fail(MemorySpaceError, f"{what}: GpSimd cannot access PSUM; expected SBUF "
+                    "operands, found a PSUM operand")
+
+
+def _scalar_or_tile(x: Any, data: NkiTensor, what: str, srcs: dict, role: str) -> float | None:
+    if isinstance(x, NkiTensor):
+        srcs[role] = _pcol(x, data, f"{what} {role}")
+        return None
+    return scalar_value(x, f"{what} {role}")
+
+
+# --- TensorE ---------------------------------------------------------------------------------
+def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = False,
+              is_moving_onezero: bool = False, is_transpose: bool = False,
+              tile_position: Any = (), tile_size: Any = (), mask: Any = None) -> NkiTensor:
+    """``stationary.T @ moving`` on TensorE, into a new PSUM tile (float32)."""
+    what = "nc_matmul"
+    st, mv = _tile(stationary, f"{what} stationary"), _tile(moving, f"{what} moving")
+    cfg = _tracer.current(what).config
+    for t, role in ((st, "stationary"), (mv, "moving")):
+        if t.space is not MemSpace.SBUF:
+            raise _fail(MemorySpaceError, f"{what} {role}: expected a tile in sbuf, found "
+                        f"{t.space.value}")
+        if len(t.shape) != 2:
+            raise _fail(ShapeError, f"{what} {role}: expected a 2-D tile [K, F], found "
+                        f"{list(t.shape)}")
+        if not is_float(t.dtype):
+            raise _fail(DTypeError, f"{what} {role}: expected a float dtype, found "
+                        f"{dtype_name(t.dtype)}")
+    if st.shape[0] != mv.shape[0]:
+        raise _fail(ShapeError, f"{what}: contraction (partition) sizes must match; expected "
+                    f"moving K = {st.shape[0]}, found {mv.shape[0]}")
+    if st.shape[1] > cfg.gemm_stationary_fmax:
+        raise _fail(ShapeError, f"{what} stationary: free size at most "
+                    f"{cfg.gemm_stationary_fmax}, found {st.shape[1]}")
+    if mv.shape[1] > cfg.gemm_moving_fmax:
+        raise _fail(ShapeError, f"{what} moving: free size at most {cfg.gemm_moving_fmax}, "
+                    f"found {mv.shape[1]}")
+    attrs = {"accumulate": False, "is_stationary_onezero": bool(is_stationary_onezero),
+             "is_moving_onezero": bool(is_moving_onezero), "is_transpose": bool(is_transpose)}
+    if tile_position or tile_size:
+        attrs["tile_position"], attrs["tile_size"] = tuple(tile_position), tuple(tile_size)
+    return issue(what, Opcode.NC_MATMUL, Engine.TENSOR, (st.shape[1], mv.shape[1]), float32,
+                 {"stationary": st, "moving": mv}, attrs, mask=mask, out_space=MemSpace.PSUM)
+
+
+def nc_transpose(data: Any, *, mask: Any = None, dtype: Any = None,
+                 engine: Any = None) -> NkiTensor:
+    """Transpose a [P, F] tile: TensorE (into PSUM, up to 128x128) or VectorE (up to 32x32)."""
+    what = "nc_transpose"
+    d = _tile(data, f"{what} data")
+    cfg = _tracer.current(what).config
+    p, f = d.shape[0], int(np.prod(d.shape[1:], dtype=np.int64))
+    eng = engine_arg(engine, what)
+    vmax = cfg.vector_transpose_max
+    if eng is None:  # policy (docs/model.md): VectorE when it fits, else TensorE
+        eng = Engine.VECTOR if p <= vmax and f <= vmax else Engine.TENSOR
+    if eng is Engine.VECTOR:
+        if p > vmax or f > vmax:
+            raise _fail(ShapeError, f"{what} on VectorE: expected at most {vmax}x{vmax}, "
+                        f"found {p}x{f}")
+        space = MemSpace.SBUF
+    elif eng is Engine.TENSOR:
+        if d.space is not MemSpace.SBUF:
+            raise _fail(MemorySpaceError, f"{what} on TensorE: expected data in sbuf, found "
+                        f"{d.space.value}")
+        if p > cfg.num_partitions or f > cfg.num_partitions:
+            raise _fail(ShapeError, f"{what} on TensorE: expected at most 128x128, found {p}x{f}")
+        space = MemSpace.PSUM
+    else:
+        raise _fail(UnsupportedError, f"{what}: engine must be tensor or vector, found {eng.value}")
+    out_dtype = _out_dtype(dtype, float32 if space is MemSpace.PSUM else d.dtype)
+    return issue(what, Opcode.NC_TRANSPOSE, eng, (f, p), out_dtype, {"data": d}, {},
+                 mask=mask, out_space=space)
+
+
+# --- ScalarE ---------------------------------------------------------------------------------
+def activation(op: Any, data: Any, *, bias: Any = None, scale: Any = 1.0, reduce_op: Any = None,
+               reduce_res: Any = None, reduce_cmd: Any = reduce_cmd.idle, mask: Any = None,
+               dtype: Any = None) -> NkiTensor:
+    """``op(data * scale + bias)`` on ScalarE, optionally summing each partition's results."""
+    return _activation("activation", Opcode.ACTIVATION, op, data, bias, scale, reduce_op,
+                       reduce_res, reduce_cmd, mask, dtype)
+
+
+def activation_reduce(op: Any, data: Any, *, reduce_op: Any, reduce_res: Any, bias: Any = None,
+                      scale: Any = 1.0, mask: Any = None, dtype: Any = None) -> NkiTensor:
+    """``activation`` plus a reduction (add on NeuronCore-v2) of each partition into reduce_res."""
+    if reduce_res is None:
+        raise _fail(KernelError, "activation_reduce: expected a reduce_res tile, found None")
+    return _activation("activation_reduce", Opcode.ACTIVATION_REDUCE, op, data, bias, scale,
+                       reduce_op, reduce_res, reduce_cmd.reset_reduce, mask, dtype)
+
+
+def _activation(what: str, opcode: Opcode, op: Any, data: Any, bias: Any, scale: Any,
+                reduce_op: Any, reduce_res: Any, cmd: Any, mask: Any, dtype: Any) -> NkiTensor:
+    d = _tile(data, f"{what} data")
+    name = op_name(op, f"{what} op", ops.ACTIVATIONS)
+    srcs: dict[str, NkiTensor] = {"data": d}
+    if bias is not None:
+        srcs["bias"] = _pcol(bias, d, f"{what} bias")
+    scale_value = _scalar_or_tile(scale, d, what, srcs, "scale")
+    extra = {}
+    red = None
+    if reduce_res is not None:
+        red = op_name(reduce_op if reduce_op is not None else "add", f"{what} reduce_op",
+                      frozenset({"add"}))  # NeuronCore-v2 reduces with add only [ARCH]
+        extra["reduce_res"] = _pcol(reduce_res, d, f"{what} reduce_res")
+    attrs = {"op": name, "scale": scale_value, "reduce_op": red,
+             "reduce_cmd": getattr(cmd, "value", cmd) if reduce_res is not None else "idle"}
+    return issue(what, opcode, Engine.SCALAR, d.shape, _out_dtype(dtype, d.dtype), srcs, attrs,
+                 mask=mask, extra_dsts=extra)
+
+
+# --- VectorE / GpSimd element-wise ------------------------------------------------------------
+def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: Any = None,
+                  engine: Any = None) -> NkiTensor:
+    """Element-wise ``data1 op data2`` of two tiles of the same shape."""
+    what = "tensor_tensor"
+    a, b = _tile(data1, f"{what} data1"), _tile(data2, f"{what} data2")
+    name = op_name(op, f"{what} op", ops.BINARY_OPS)
+    if a.shape != b.shape:
+        raise _fail(ShapeError, f"{what}: operands must have the same shape; expected "
+                    f"{list(a.shape)}, found {list(b.shape)}")
+    if a.space is MemSpace.PSUM and b.space is MemSpace.PSUM:
+        raise _fail(MemorySpaceError, f"{what}: at most one operand may be in psum, found two")
+    eng = engine_arg(engine, what)
+    if eng is None:  # [SHARED] power and int32 add/multiply/subtract run on GpSimd
+        int_arith = (dtype_name(a.dtype) == "int32" and dtype_name(b.dtype) == "int32"
+                     and name in ("add", "multiply", "subtract"))
+        eng = Engine.GPSIMD if (name == "power" or int_arith) else Engine.VECTOR
+    _no_gpsimd_psum(eng, what, a, b)
+    return issue(what, Opcode.TENSOR_TENSOR, eng, a.shape, _out_dtype(dtype, a.dtype, b.dtype),
+                 {"data1": a, "data2": b}, {"op": name}, mask=mask)
+
+
+def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False, op1: Any = None,
+                  operand1: Any = None, reverse1: bool = False, *, dtype: Any = None,
+                  mask: Any = None, engine: Any = None) -> NkiTensor:
+    """``(data op0 operand0) op1 operand1`` with scalar or per-partition [P, 1] operands."""
+    what = "tensor_scalar"
+    d = _tile(data, f"{what} data")
+    srcs: dict[str, NkiTensor] = {"data": d}
+    attrs: dict[str, object] = {
+        "op0": op_name(op0, f"{what} op0", ops.BINARY_OPS),
+        "operand0": _scalar_or_tile(operand0, d, what, srcs, "operand0"),
+        "reverse0": bool(reverse0), "op1": None, "operand1": None, "reverse1": bool(reverse1)}
+    if op1 is not None:
+        attrs["op1"] = op_name(op1, f"{what} op1", ops.BINARY_OPS)
+        attrs["operand1"] = _scalar_or_tile(operand1, d, what, srcs, "operand1")
+    eng = engine_arg(engine, what) or Engine.VECTOR
+    _no_gpsimd_psum(eng, what, d)
+    return issue(what, Opcode.TENSOR_SCALAR, eng, d.shape, _out_dtype(dtype, d.dtype), srcs,
+                 attrs, mask=mask)
+
+
+def scalar_tensor_tensor(*, data: Any, op0: Any, operand0: Any, op1: Any, operand1: Any,
+                         reverse0: bool = False, reverse1: bool = False, dtype: Any = None,
+                         mask: Any = None) -> NkiTensor:
+    """``(data op0 operand0) op1 operand1`` where operand1 is a tile shaped like data."""
+    what = "scalar_tensor_tensor"
+    d, t1 = _tile(data, f"{what} data"), _tile(operand1, f"{what} operand1")
+    if t1.shape != d.shape:
+        raise _fail(ShapeError, f"{what} operand1: expected shape {list(d.shape)}, found "
+                    f"{list(t1.shape)}")
+    if d.space is MemSpace.PSUM and t1.space is MemSpace.PSUM:
+        raise _fail(MemorySpaceError, f"{what}: data and operand1 cannot both be in psum")
+    srcs: dict[str, NkiTensor] = {"data": d}
+    attrs = {"op0": op_name(op0, f"{what} op0", ops.BINARY_OPS),
+             "operand0": _scalar_or_tile(operand0, d, what, srcs, "operand0"),
+             "reverse0": bool(reverse0), "op1": op_name(op1, f"{what} op1", ops.BINARY_OPS),
+             "reverse1": bool(reverse1)}
+    srcs["operand1"] = t1
+    return issue(what, Opcode.SCALAR_TENSOR_TENSOR, Engine.VECTOR, d.shape,
+                 _out_dtype(dtype, d.dtype, t1.dtype), srcs, attrs, mask=mask)
+
+
+def tensor_scalar_reduce(*, data: Any, op0: Any, operand0: Any, reduce_op: Any, reduce_res: Any,
+                         reverse0: bool = False, dtype: Any = None, mask: Any = None) -> NkiTensor:
+    """``data op0 operand0`` and the reduction of each partition's results into reduce_res."""
+    what = "tensor_scalar_reduce"
+    d = _tile(data, f"{what} data")
+    srcs: dict[str, NkiTensor] = {"data": d}
+    attrs = {"op0": op_name(op0, f"{what} op0", ops.BINARY_OPS),
+             "operand0": _scalar_or_tile(operand0, d, what, srcs, "operand0"),
+             "reverse0": bool(reverse0),
+             "reduce_op": op_name(reduce_op, f"{what} reduce_op", ops.REDUCE_OPS)}
+    extra = {"reduce_res": _pcol(reduce_res, d, f"{what} reduce_res")}
+    return issue(what, Opcode.TENSOR_SCALAR_REDUCE, Engine.VECTOR, d.shape,
+                 _out_dtype(dtype, d.dtype), srcs, attrs, mask=mask, extra_dsts=extra)
+
+
+def tensor_reduce(op: Any, data: Any, axis: Any, *, mask: Any = None, dtype: Any = None,
+                  negate: bool = False, keepdims: bool = False) -> NkiTensor:
+    """Reduce free axes of a tile with ``op`` (add, max, min, multiply, bitwise/logical ops)."""
+    what = "tensor_reduce"
+    d = _tile(data, f"{what} data")
+    name = op_name(op, f"{what} op", ops.REDUCE_OPS)
+    axes = tuple(sorted(int(a) % d.ndim for a in (axis if isinstance(axis, (tuple, list))
+                                                 else (axis,))))
+    if not axes or axes[0] < 1 or list(axes) != list(range(axes[0], axes[0] + len(axes))):
+        raise _fail(KernelError, f"{what} axis: expected consecutive free axes (>= 1), found "
+                    f"{list(axes)}")
+    if keepdims:
+        shape = tuple(1 if a in axes else n for a, n in enumerate(d.shape))
+    else:
+        shape = tuple(n for a, n in enumerate(d.shape) if a not in axes)
+    return issue(what, Opcode.TENSOR_REDUCE, Engine.VECTOR, shape, _out_dtype(dtype, d.dtype),
+                 {"data": d}, {"op": name, "axes": axes, "negate": bool(negate),
+                               "keepdims": bool(keepdims)}, mask=mask)
+
+
+def tensor_tensor_scan(data0: Any, data1: Any, initial: Any, op0: Any, op1: Any,
+                       reverse0: bool = False, reverse1: bool = False, *, dtype: Any = None,
+                       mask: Any = None) -> NkiTensor:
+    """Scan along the free axis: ``out[i] = (data0[i] op0 out[i-1]) op1 data1[i]``."""
+    what = "tensor_tensor_scan"
+    a, b = _tile(data0, f"{what} data0"), _tile(data1, f"{what} data1")
+    if a.shape != b.shape:
+        raise _fail(ShapeError, f"{what}: expected data1 shape {list(a.shape)}, found "
+                    f"{list(b.shape)}")
+    srcs: dict[str, NkiTensor] = {"data0": a, "data1": b}
+    attrs = {"op0": op_name(op0, f"{what} op0", ops.BINARY_OPS),
+             "op1": op_name(op1, f"{what} op1", ops.BINARY_OPS),
+             "initial": _scalar_or_tile(initial, a, what, srcs, "initial"),
+             "reverse0": bool(reverse0), "reverse1": bool(reverse1)}
+    return issue(what, Opcode.TENSOR_TENSOR_SCAN, Engine.VECTOR, a.shape,
+                 _out_dtype(dtype, a.dtype, b.dtype), srcs, attrs, mask=mask)
+
+
+def tensor_copy(src: Any, *, mask: Any = None, dtype: Any = None, engine: Any = None) -> NkiTensor:
+    """Copy a tile (VectorE by default; ScalarE casts through fp32; GpSimd has no PSUM)."""
+    what = "tensor_copy"
+    s = _tile(src, f"{what} src")
+    eng = engine_arg(engine, what) or Engine.VECTOR
+    _no_gpsimd_psum(eng, what, s)
+    return issue(what, Opcode.TENSOR_COPY, eng, s.shape, _out_dtype(dtype, s.dtype),
+                 {"src": s}, {}, mask=mask)
+
+
+def memset(shape: Any, value: Any, dtype: Any, *, mask: Any = None, engine: Any = None) -> NkiTensor:
+    """A new tile of ``shape`` filled with ``value`` (VectorE by default)."""
+    what = "memset"
+    eng = engine_arg(engine, what) or Engine.VECTOR
+    return issue(what, Opcode.MEMSET, eng, tuple(shape), to_dtype(dtype, f"{what} dtype"), {},
+                 {"value": scalar_value(value, f"{what} value")}, mask=mask)
+
+
+def iota(expr: Any, dtype: Any, *, mask: Any = None) -> NkiTensor:
+    """A tile holding the values of an index expression (GpSimd)."""
+    what = "iota"
+    if not isinstance(expr, IndexExpr):
+        raise _fail(KernelError, f"{what} expr: expected an nl.arange / nl.mgrid expression, "
+                    f"found {type(expr).__name__}")
+    shape = expr.shape if expr.ndim >= 2 else expr.shape + (1,)
+    return issue(what, Opcode.IOTA, Engine.GPSIMD, shape, to_dtype(dtype, f"{what} dtype"), {},
+                 {"expr": expr.aligned(len(shape)).to_affine(len(shape))
+                  if expr.ndim >= 2 else expr[:, None].to_affine(2)}, mask=mask)
+
+
+def affine_select(pred: Any, on_true_tile: Any, on_false_value: Any, *, mask: Any = None,
+                  dtype: Any = None) -> NkiTensor:
+    """``pred ? on_true_tile : on_false_value`` for a compile-time affine predicate (GpSimd)."""
+    what = "affine_select"
+    t = _tile(on_true_tile, f"{what} on_true_tile")
+    if not isinstance(pred, MaskExpr):
+        raise _fail(KernelError, f"{what} pred: expected a comparison of index expressions, "
+                    f"found {type(pred).__name__}")
+    _no_gpsimd_psum(Engine.GPSIMD, what, t)
+    return issue(what, Opcode.AFFINE_SELECT, Engine.GPSIMD, t.shape, _out_dtype(dtype, t.dtype),
+                 {"on_true": t}, {"pred": pred.to_predicate(t.ndim),
+                                  "on_false_value": scalar_value(on_false_value, what)}, mask=mask)
+
+
+def reciprocal(data: Any, *, dtype: Any = None, mask: Any = None) -> NkiTensor:
+    """``1 / data`` on VectorE (more precise than the ScalarE activation)."""
+    d = _tile(data, "reciprocal data")
+    return issue("reciprocal", Opcode.RECIPROCAL, Engine.VECTOR, d.shape,
+                 _out_dtype(dtype, d.dtype), {"data": d}, {}, mask=mask)
+
+
+def bn_stats(data: Any, *, mask: Any = None, dtype: Any = None) -> NkiTensor:
+    """Mean/variance statistics of each partition of a [P, N <= 512] tile, as [P, 6]."""
+    what = "bn_stats"
+    d = _tile(data, f"{what} data")
+    fmax = _tracer.current(what).config.bn_stats_fmax
+    if d.ndim != 2 or d.shape[1] > fmax:
+        raise _fail(ShapeError, f"{what} data: expected [P, N] with N <= {fmax}, found "
+                    f"{list(d.shape)}")
+    return issue(what, Opcode.BN_STATS, Engine.VECTOR, (d.shape[0], 6),
+                 _out_dtype(dtype, d.dtype), {"data": d}, {}, mask=mask)
+
+
+def bn_aggr(data: Any, *, mask: Any = None, dtype: Any = None) -> NkiTensor:
+    """Aggregate concatenated bn_stats results [P, 6k] into mean and variance [P, 2]."""
+    what = "bn_aggr"
+    d = _tile(data, f"{what} data")
+    if d.ndim != 2 or d.shape[1] % 6:
+        raise _fail(ShapeError, f"{what} data: expected [P, 6*k] bn_stats results, found "
+                    f"{list(d.shape)}")
+    return issue(what, Opcode.BN_AGGR, Engine.VECTOR, (d.shape[0], 2), _out_dtype(dtype, d.dtype),
+                 {"data": d}, {}, mask=mask)
+
+
+# --- DMA -------------------------------------------------------------------------------------
+def dma_copy(*, dst: Any, src: Any, mask: Any = None, dst_rmw_op: Any = None,
+             oob_mode: Any = None, dge_mode: Any = None) -> None:
+    """Copy ``src`` to ``dst`` with a DMA (HBM or SBUF on either side)."""
+    from .dma import dma_move
+    rmw = None if dst_rmw_op is None else op_name(dst_rmw_op, "dma_copy dst_rmw_op",
+                                                  frozenset({"add"}))
+    dma_move("dma_copy", _tile(dst, "dma_copy dst"), _tile(src, "dma_copy src"), mask, rmw)
+
+
+def __getattr__(name: str) -> Any:
+    if name.startswith("__"):
+        raise AttributeError(name)
+    tr = _tracer.active_or_none()
+    msg = (f"nisa.{name} is not supported by neuroncore_sim (it is part of the NKI surface "
+           "not implemented yet, or not available on NeuronCore-v2)")
+    raise tr.fail(UnsupportedError, msg) if tr is not None else UnsupportedError(msg)

@@ -1,0 +1,307 @@
+"""``nki.language`` (nl): tiles, buffers, loops, SPMD ids, data movement and math.
+
+Creation functions declare tensors; ``zeros``/``ones``/``full`` on chip add a memset;
+``load``/``store`` are DMAs; the math lives in :mod:`nlmath` and is re-exported here.
+Anything of the NKI surface not implemented yet raises ``UnsupportedError`` on access
+(module ``__getattr__``), never ``AttributeError``.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..errors import CapacityError, KernelError, ShapeError, UnsupportedError
+from ..ir import Engine, MemSpace, Opcode
+from . import isa as nisa
+from . import tracer as _tracer
+from .dma import load, store
+from .indexing import arange, ds, mgrid
+from .nlmath import *  # noqa: F401,F403  (the element-wise / reduction surface)
+from .nlmath import binary, copy_op  # noqa: F401
+from .operands import issue_into, scalar_value
+from .tensor import NkiTensor
+
+# --- dtypes -------------------------------------------------------------------------------------
+float32, float16, bfloat16, tfloat32 = _dt.float32, _dt.float16, _dt.bfloat16, _dt.tfloat32
+float8_e4m3, float8_e5m2 = _dt.float8_e4m3, _dt.float8_e5m2
+int8, int16, int32, uint8, uint16, uint32, bool_ = (_dt.int8, _dt.int16, _dt.int32, _dt.uint8,
+                                                    _dt.uint16, _dt.uint32, _dt.bool_)
+
+
+# --- buffers ------------------------------------------------------------------------------------
+class Buffer:
+    """A memory a tensor can be allocated in (``nl.sbuf``, ``nl.psum``, ``nl.shared_hbm``...)."""
+
+    def __init__(self, name: str, space: MemSpace, kind: str) -> None:
+        self.name, self.space, self.kind = name, space, kind
+
+    def __repr__(self) -> str:
+        return f"nl.{self.name}"
+
+
+sbuf = Buffer("sbuf", MemSpace.SBUF, "tile")
+psum = Buffer("psum", MemSpace.PSUM, "tile")
+hbm = Buffer("hbm", MemSpace.HBM, "hbm")
+private_hbm = Buffer("private_hbm", MemSpace.HBM, "hbm")
+shared_hbm = Buffer("shared_hbm", MemSpace.HBM, "output")
+
+
+class par_dim(int):  # noqa: N801
+    """Marks the partition dim in a shape: ``nl.ndarray((4, nl.par_dim(128), 512), ...)``."""
+
+
+class _TileSize:
+    """``nl.tile_size``: hardware tile limits, read from the active configuration."""
+
+    def _cfg(self) -> Any:
+        tr = _tracer.active_or_none()
+        if tr is not None:
+            return tr.config
+        from ..config import TRN1
+        return TRN1
+
+    pmax = property(lambda self: self._cfg().num_partitions)
+    psum_fmax = property(lambda self: self._cfg().psum_fmax)
+    gemm_stationary_fmax = property(lambda self: self._cfg().gemm_stationary_fmax)
+    gemm_moving_fmax = property(lambda self: self._cfg().gemm_moving_fmax)
+    bn_stats_fmax = property(lambda self: self._cfg().bn_stats_fmax)
+    psum_num_banks = property(lambda self: self._cfg().psum_num_banks)
+    psum_bank_fmax = property(lambda self: self._cfg().psum_bank_bytes // 4)
+    total_available_sbuf_size = property(lambda self: self._cfg().sbuf_usable_bytes_per_partition)
+
+
+tile_size = _TileSize()
+
+
+# --- creation -------------------------------------------------------------------------------------
+def _buffer(buffer: Any) -> Buffer:
+    if buffer is None:
+        return sbuf
+    if isinstance(buffer, Buffer):
+        return buffer
+    raise _tracer.current().fail(KernelError, f"buffer: expected nl.sbuf, nl.psum, nl.hbm, "
+                                 f"nl.private_hbm or nl.shared_hbm, found {buffer!r}")
+
+
+def ndarray(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "",
+            **_: Any) -> NkiTensor:
+    """Allocate a tensor (no instruction; its contents are undefined until written)."""
+    tr = _tracer.current("nl.ndarray")
+    buf = _buffer(buffer)
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    pa = builtins.next((i for i, s in enumerate(shape) if isinstance(s, par_dim)), 0)
+    dims = tuple(int(s) for s in shape)
+    dt = _dt.to_dtype(dtype, "nl.ndarray dtype")
+    if buf.space is not MemSpace.HBM:
+        _check_tile_shape(tr, dims, pa, dt, buf)
+    decl = tr.new_tensor(buf.space, dims, dt, partition_axis=pa if buf.space is not MemSpace.HBM
+                         else 0, kind=buf.kind, name=name or None)
+    return NkiTensor.whole(decl)
+
+
+def _check_tile_shape(tr: _tracer.Tracer, dims: tuple[int, ...], pa: int, dt: np.dtype,
+                      buf: Buffer) -> None:
+    cfg = tr.config
+    if not dims or dims[pa] > cfg.num_partitions or dims[pa] < 1:
+        raise tr.fail(ShapeError, f"nl.ndarray: partition dim (dim {pa}) must be 1.."
+                      f"{cfg.num_partitions}; found shape {list(dims)}")
+    free_bytes = int(np.prod(dims[pa + 1:], dtype=np.int64)) * dt.itemsize
+    if buf.space is MemSpace.PSUM and free_bytes > cfg.psum_bank_bytes:
+        raise tr.fail(CapacityError, f"nl.ndarray: a PSUM tile must fit one bank; expected at "
+                      f"most {cfg.psum_bank_bytes} bytes per partition, found {free_bytes}")
+
+
+def full(shape: Any, fill_value: Any, dtype: Any, *, buffer: Any = None, name: str = "",
+         **_: Any) -> NkiTensor:
+    """A tensor filled with ``fill_value`` (a memset on chip; initial values in HBM)."""
+    buf = _buffer(buffer)
+    if buf.space is MemSpace.HBM:
+        tr = _tracer.current("nl.full")
+        dims = tuple(int(s) for s in shape)
+        dt = _dt.to_dtype(dtype, "nl.full dtype")
+        decl = tr.new_tensor(MemSpace.HBM, dims, dt, kind=buf.kind, name=name or None,
+                             values=np.full(dims, fill_value).astype(dt))
+        return NkiTensor.whole(decl)
+    t = ndarray(shape, dtype, buffer=buf, name=name)
+    assign(t, fill_value)
+    return t
+
+
+def zeros(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "", **_: Any) -> NkiTensor:
+    """A tensor of zeros."""
+    return full(shape, 0, dtype, buffer=buffer, name=name)
+
+
+def ones(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "", **_: Any) -> NkiTensor:
+    """A tensor of ones."""
+    return full(shape, 1, dtype, buffer=buffer, name=name)
+
+
+def zeros_like(a: NkiTensor, dtype: Any = None, *, buffer: Any = None, name: str = "",
+               **_: Any) -> NkiTensor:
+    """Zeros with ``a``'s shape (and dtype unless given)."""
+    return zeros(a.shape, dtype if dtype is not None else a.dtype, buffer=buffer, name=name)
+
+
+def empty_like(a: NkiTensor, dtype: Any = None, *, buffer: Any = None, name: str = "",
+               **_: Any) -> NkiTensor:
+    """An uninitialised tensor with ``a``'s shape (and dtype unless given)."""
+    return ndarray(a.shape, dtype if dtype is not None else a.dtype, buffer=buffer, name=name)
+
+
+def shared_constant(constant: Any, dtype: Any = None, **_: Any) -> NkiTensor:
+    """A constant HBM tensor holding ``constant`` (a numpy array)."""
+    tr = _tracer.current("nl.shared_constant")
+    values = np.asarray(constant)
+    dt = _dt.to_dtype(dtype if dtype is not None else values.dtype, "nl.shared_constant dtype")
+    decl = tr.new_tensor(MemSpace.HBM, values.shape, dt, kind="constant", name="const",
+                         values=values.astype(dt))
+    return NkiTensor.whole(decl)
+
+
+# --- assignment and accumulation (the targets of t[...] = x and t += x) -------------------------
+def _same_region(a: NkiTensor, b: NkiTensor) -> bool:
+    return (a.decl is b.decl and a.shape == b.shape and a.base == b.base
+            and a.coefs == b.coefs)
+
+
+def assign(target: NkiTensor, value: Any) -> None:
+    """``target[...] = value``: write an instruction's result directly, copy, or memset."""
+    tr = _tracer.current("tile assignment")
+    if not isinstance(value, NkiTensor):
+        v = scalar_value(value, "assignment value")
+        issue_into("memset", Opcode.MEMSET, Engine.VECTOR, target, {}, {"value": v},
+                   dst_spaces=(MemSpace.SBUF, MemSpace.PSUM))
+        return
+    op = tr.pending if tr.pending is not None and tr.pending.result is value else None
+    if op is not None and _can_write(op.opcode, target.space) and value.shape == target.shape:
+        tr.take_pending(value)
+        from .operands import operand
+        tr.complete(op, operand(target.shrink(op.box), "assignment target",
+                                (MemSpace.SBUF, MemSpace.PSUM, MemSpace.HBM)))
+        value.retarget(target)
+        return
+    if _same_region(value, target):
+        return
+    if target.space is MemSpace.HBM or value.space is MemSpace.HBM:
+        from .dma import dma_move
+        dma_move("assignment", target, value, None, None)
+        return
+    src = value.with_shape(target.shape) if value.shape != target.shape else value
+    issue_into("tensor_copy", Opcode.TENSOR_COPY, Engine.VECTOR, target, {"src": src}, {})
+
+
+def _can_write(opcode: Opcode, space: MemSpace) -> bool:
+    if opcode is Opcode.NC_MATMUL:
+        return space is MemSpace.PSUM
+    if opcode is Opcode.DMA_COPY:
+        return space in (MemSpace.SBUF, MemSpace.HBM)
+    return space in (MemSpace.SBUF, MemSpace.PSUM)
+
+
+def accumulate(target: NkiTensor, value: Any, op: str) -> NkiTensor:
+    """``target += value``: PSUM accumulation of a matmul, else an element-wise op in place."""
+    tr = _tracer.current("in-place operator")
+    pending = tr.pending
+    if (op == "add" and pending is not None and pending.result is value
+            and pending.opcode is Opcode.NC_MATMUL and target.space is MemSpace.PSUM
+            and value.shape == target.shape):
+        tr.take_pending(value)
+        from .operands import operand
+        tr.complete(pending, operand(target.shrink(pending.box), "matmul accumulation target"),
+                    accumulate=True)
+        value.retarget(target)
+        return target
+    assign(target, binary(op, target, value, target.dtype))
+    return target
+
+
+# --- data movement and layout ------------------------------------------------------------------
+def copy(src: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> NkiTensor:
+    """Copy a tile (VectorE); use it to move a PSUM result into SBUF."""
+    return nisa.tensor_copy(src, dtype=dtype, mask=mask)
+
+
+def transpose(x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> NkiTensor:
+    """2-D partition/free transpose on TensorE (result in PSUM)."""
+    return nisa.nc_transpose(x, dtype=dtype, mask=mask, engine=nisa.engine.tensor)
+
+
+def matmul(x: Any, y: Any, *, transpose_x: bool = False, mask: Any = None,
+           **_: Any) -> NkiTensor:
+    """``x @ y`` on TensorE. Without ``transpose_x`` the compiler first transposes ``x`` on
+    TensorE and copies it back to SBUF, as the NKI docs describe."""
+    if not transpose_x:
+        xt = nisa.nc_transpose(x, engine=nisa.engine.tensor)
+        x = nisa.tensor_copy(xt, dtype=x.dtype)
+    return nisa.nc_matmul(x, y, mask=mask)
+
+
+def device_print(prefix: str, x: Any, *, mask: Any = None, **_: Any) -> None:
+    """Print a tile's values (simulation only, as on AWS's simulator)."""
+    tr = _tracer.current("nl.device_print")
+    if isinstance(x, NkiTensor):
+        values = tr.read(x.access())
+        print(prefix, values if values is not None else f"<{list(x.shape)}: timing-only run>")
+    else:
+        print(prefix, x)
+
+
+# --- loops and SPMD ---------------------------------------------------------------------------
+def affine_range(*args: int, **_: Any) -> range:
+    """A loop whose iterations are independent (the compiler may pipeline them)."""
+    return range(*(int(a) for a in args))
+
+
+def sequential_range(*args: int, **_: Any) -> range:
+    """A loop with loop-carried dependencies, run in order."""
+    return range(*(int(a) for a in args))
+
+
+def static_range(*args: int, **_: Any) -> range:
+    """A loop fully unrolled at trace time."""
+    return range(*(int(a) for a in args))
+
+
+def program_id(axis: int) -> int:
+    """This instance's index along grid ``axis``."""
+    tr = _tracer.current("nl.program_id")
+    axis = int(axis)
+    if not 0 <= axis < builtins.max(1, len(tr.grid)):
+        raise tr.fail(KernelError, f"nl.program_id: expected axis 0..{len(tr.grid) - 1}, "
+                      f"found {axis}")
+    return tr.program_id[axis] if tr.program_id else 0
+
+
+def num_programs(axes: Any = None) -> int:
+    """Number of instances along ``axes`` (all axes when None)."""
+    tr = _tracer.current("nl.num_programs")
+    grid = tr.grid or (1,)
+    if axes is None:
+        return int(np.prod(grid))
+    if isinstance(axes, (tuple, list)):
+        return int(np.prod([grid[int(a)] for a in axes]))
+    return grid[int(axes)]
+
+
+def program_ndim() -> int:
+    """Number of grid dims."""
+    return len(_tracer.current("nl.program_ndim").grid)
+
+
+_UNSUPPORTED_HINT = "(it is part of the NKI surface neuroncore_sim does not implement yet)"
+
+
+def __getattr__(name: str) -> Any:
+    if name.startswith("__"):
+        raise AttributeError(name)
+    tr = _tracer.active_or_none()
+    msg = f"nl.{name} is not supported by neuroncore_sim {_UNSUPPORTED_HINT}"
+    raise tr.fail(UnsupportedError, msg) if tr is not None else UnsupportedError(msg)
+
+
+_ = (load, store, arange, ds, mgrid, copy_op)  # re-exported names

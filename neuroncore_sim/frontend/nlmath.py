@@ -1,0 +1,280 @@
+"""``nl`` math: element-wise functions, reductions and composite ops, lowered to ``nisa``.
+
+Lowering policy (the compiler's choice is not documented; docs/model.md records ours):
+- tile (op) tile of one shape -> ``tensor_tensor`` on VectorE (GpSimd for power / int32
+  arithmetic, as the ALU table says);
+- tile (op) scalar or per-partition [P, 1] tile -> ``tensor_scalar`` on VectorE;
+- transcendental / unary functions -> ``activation`` on ScalarE;
+- reductions over free axes -> ``tensor_reduce`` on VectorE;
+- ``softmax``, ``rms_norm``, ``mean``, ``var`` -> short sequences of the above.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import ops
+from ..dtypes import float32, is_float, promote, promote_scalar, to_dtype
+from ..errors import KernelError, MemorySpaceError, ShapeError, UnsupportedError
+from ..ir import MemSpace
+from . import isa as nisa
+from . import tracer as _tracer
+from .operands import nki_op
+from .tensor import NkiTensor
+
+_COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "equal", "not_equal",
+                          "logical_and", "logical_or", "logical_xor", "bitwise_and",
+                          "bitwise_or", "bitwise_xor"})
+
+
+def _check_on_chip(t: NkiTensor, what: str) -> None:
+    if t.space is MemSpace.HBM:
+        raise _tracer.current().fail(
+            MemorySpaceError, f"{what}: expected a tile in sbuf or psum, found a tensor in hbm "
+            "(load it with nl.load first)")
+
+
+def _is_column(t: NkiTensor, other: NkiTensor) -> bool:
+    return (t.ndim == other.ndim and t.shape[0] == other.shape[0]
+            and all(n == 1 for n in t.shape[1:]) and any(n != 1 for n in other.shape[1:]))
+
+
+def binary(name: str, x: Any, y: Any, dtype: Any = None, mask: Any = None) -> Any:
+    """``x (name) y`` for tiles and scalars, with NKI broadcasting and type promotion."""
+    xt, yt = isinstance(x, NkiTensor), isinstance(y, NkiTensor)
+    if not xt and not yt:
+        raise _tracer.current().fail(KernelError, f"nl.{name}: expected at least one tile "
+                                     f"operand, found {type(x).__name__} and {type(y).__name__}")
+    for t in (x, y):
+        if isinstance(t, NkiTensor):
+            _check_on_chip(t, f"nl.{name}")
+    if xt and yt:
+        out = dtype if dtype is not None else promote(x.dtype, y.dtype)
+        if x.shape == y.shape:
+            return nisa.tensor_tensor(x, y, name, dtype=out, mask=mask)
+        if _is_column(y, x):
+            return nisa.tensor_scalar(x, name, y, dtype=out, mask=mask)
+        if _is_column(x, y):
+            return nisa.tensor_scalar(y, name, x, reverse0=name not in _COMMUTATIVE, dtype=out,
+                                      mask=mask)
+        return nisa.tensor_tensor(*_broadcast(x, y, name), name, dtype=out, mask=mask)
+    tile, scalar, reverse = (x, y, False) if xt else (y, x, name not in _COMMUTATIVE)
+    out = dtype if dtype is not None else promote_scalar(tile.dtype, scalar)
+    return nisa.tensor_scalar(tile, name, scalar, reverse0=reverse, dtype=out, mask=mask)
+
+
+def _broadcast(x: NkiTensor, y: NkiTensor, name: str) -> tuple[NkiTensor, NkiTensor]:
+    if x.ndim != y.ndim:
+        raise _tracer.current().fail(ShapeError, f"nl.{name}: operands must have the same number "
+                                     f"of dims; found {list(x.shape)} and {list(y.shape)}")
+    shape = []
+    for a, b in zip(x.shape, y.shape):
+        if a != b and 1 not in (a, b):
+            raise _tracer.current().fail(ShapeError, f"nl.{name}: shapes {list(x.shape)} and "
+                                         f"{list(y.shape)} do not broadcast")
+        shape.append(max(a, b))
+    if x.shape[0] != y.shape[0]:
+        raise _tracer.current().fail(
+            UnsupportedError, f"nl.{name}: broadcasting along the partition dim ({list(x.shape)}"
+            f" with {list(y.shape)}) is not supported yet; give both operands "
+            f"{shape[0]} partitions")
+    return x.with_shape(tuple(shape)), y.with_shape(tuple(shape))
+
+
+def _make_binary(name: str) -> Any:
+    def fn(x: Any, y: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Any:
+        return binary(name, x, y, dtype, mask)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Element-wise ``{name}`` of tiles and/or scalars (VectorE)."
+    return nki_op(name)(fn)
+
+
+add, subtract, multiply, divide = (_make_binary(n) for n in
+                                   ("add", "subtract", "multiply", "divide"))
+maximum, minimum, power, mod, fmod = (_make_binary(n) for n in
+                                      ("maximum", "minimum", "power", "mod", "fmod"))
+equal, not_equal, greater, greater_equal, less, less_equal = (_make_binary(n) for n in (
+    "equal", "not_equal", "greater", "greater_equal", "less", "less_equal"))
+logical_and, logical_or, logical_xor = (_make_binary(n) for n in
+                                        ("logical_and", "logical_or", "logical_xor"))
+bitwise_and, bitwise_or, bitwise_xor, left_shift, right_shift = (_make_binary(n) for n in (
+    "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"))
+
+
+def unary(name: str, x: Any, dtype: Any = None, mask: Any = None) -> NkiTensor:
+    """``name(x)`` as a ScalarE activation."""
+    if not isinstance(x, NkiTensor):
+        raise _tracer.current().fail(KernelError, f"nl.{name}: expected a tile, found "
+                                     f"{type(x).__name__}")
+    _check_on_chip(x, f"nl.{name}")
+    return nisa.activation(name, x, dtype=dtype, mask=mask)
+
+
+def _make_unary(name: str) -> Any:
+    def fn(x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> NkiTensor:
+        return unary(name, x, dtype, mask)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Element-wise ``{name}`` (ScalarE activation)."
+    return nki_op(name)(fn)
+
+
+_UNARY = ("exp", "log", "sin", "cos", "tan", "tanh", "arctan", "sqrt", "rsqrt", "sigmoid", "relu",
+          "gelu", "gelu_dx", "gelu_apprx_tanh", "gelu_apprx_sigmoid", "silu", "silu_dx", "erf",
+          "erf_dx", "softplus", "mish", "square", "abs", "sign", "floor", "ceil", "trunc")
+globals().update({n: _make_unary(n) for n in _UNARY})
+copy_op = nki_op("copy")(lambda x: x)  # the identity activation when passed as op=
+
+
+@nki_op("reciprocal")
+def reciprocal(x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> NkiTensor:
+    """``1 / x`` as a ScalarE activation (no bias on NeuronCore-v2)."""
+    return unary("reciprocal", x, dtype, mask)
+
+
+@nki_op("negative")
+def negative(x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> NkiTensor:
+    """``-x`` (VectorE: multiply by -1)."""
+    return binary("multiply", x, -1 if not is_float(x.dtype) else -1.0, dtype, mask)
+
+
+def logical_not(x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> NkiTensor:
+    """``not x`` element-wise (1 where x == 0)."""
+    return binary("equal", x, 0, dtype, mask)
+
+
+def invert(x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> NkiTensor:
+    """Bitwise not of an integer tile."""
+    return binary("bitwise_xor", x, -1, dtype, mask)
+
+
+# --- reductions --------------------------------------------------------------------------------
+def _reduce(name: str, x: Any, axis: Any, dtype: Any, keepdims: bool, mask: Any) -> NkiTensor:
+    if not isinstance(x, NkiTensor):
+        raise _tracer.current().fail(KernelError, f"nl reduction: expected a tile, found "
+                                     f"{type(x).__name__}")
+    _check_on_chip(x, f"nl reduction ({name})")
+    return nisa.tensor_reduce(name, x, axis, dtype=dtype, keepdims=keepdims, mask=mask)
+
+
+def _axes_size(x: NkiTensor, axis: Any) -> int:
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    return math.prod(x.shape[int(a) % x.ndim] for a in axes)
+
+
+@nki_op("add")
+def sum(x: Any, axis: Any, *, dtype: Any = None, keepdims: bool = False, mask: Any = None,
+        **_: Any) -> NkiTensor:  # noqa: A001
+    """Sum over free axes."""
+    return _reduce("add", x, axis, dtype, keepdims, mask)
+
+
+@nki_op("multiply")
+def prod(x: Any, axis: Any, *, dtype: Any = None, keepdims: bool = False, mask: Any = None,
+         **_: Any) -> NkiTensor:
+    """Product over free axes."""
+    return _reduce("multiply", x, axis, dtype, keepdims, mask)
+
+
+@nki_op("maximum")
+def max(x: Any, axis: Any, *, dtype: Any = None, keepdims: bool = False, mask: Any = None,
+        **_: Any) -> NkiTensor:  # noqa: A001
+    """Maximum over free axes."""
+    return _reduce("maximum", x, axis, dtype, keepdims, mask)
+
+
+@nki_op("minimum")
+def min(x: Any, axis: Any, *, dtype: Any = None, keepdims: bool = False, mask: Any = None,
+        **_: Any) -> NkiTensor:  # noqa: A001
+    """Minimum over free axes."""
+    return _reduce("minimum", x, axis, dtype, keepdims, mask)
+
+
+def all(x: Any, axis: Any, *, dtype: Any = None, keepdims: bool = False, mask: Any = None,
+        **_: Any) -> NkiTensor:  # noqa: A001
+    """Logical and over free axes."""
+    return _reduce("logical_and", x, axis, dtype, keepdims, mask)
+
+
+def mean(x: Any, axis: Any, *, dtype: Any = None, keepdims: bool = False, mask: Any = None,
+         **_: Any) -> NkiTensor:
+    """Mean over free axes: a sum (in fp32) then a multiply by 1/n."""
+    s = _reduce("add", x, axis, float32, keepdims, mask)
+    return nisa.tensor_scalar(s, "multiply", 1.0 / _axes_size(x, axis),
+                              dtype=dtype if dtype is not None else x.dtype)
+
+
+def var(x: Any, axis: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> NkiTensor:
+    """Population variance over free axes: mean of squared deviations."""
+    m = mean(x, axis, dtype=float32, keepdims=True, mask=mask)
+    d = nisa.tensor_scalar(x, "subtract", m, dtype=float32)
+    sq = nisa.tensor_tensor(d, d, "multiply", dtype=float32)
+    return mean(sq, axis, dtype=dtype if dtype is not None else x.dtype, keepdims=True)
+
+
+# --- composites ----------------------------------------------------------------------------------
+def _partition_column(tr: _tracer.Tracer, p: int) -> NkiTensor:
+    from .language import ndarray
+    return ndarray((p, 1), float32, buffer=None)
+
+
+def softmax(x: Any, axis: Any = -1, *, dtype: Any = None, compute_dtype: Any = None,
+            mask: Any = None, **_: Any) -> NkiTensor:
+    """Softmax over the free axis: max (VectorE), exp with fused sum (ScalarE), scale."""
+    tr = _tracer.current("nl.softmax")
+    if not isinstance(x, NkiTensor) or x.ndim != 2 or int(axis) % 2 != 1:
+        raise tr.fail(UnsupportedError, "nl.softmax: expected a 2-D tile reduced along axis 1 "
+                      f"(the free axis), found {getattr(x, 'shape', x)} axis {axis}")
+    m = nisa.tensor_reduce("maximum", x, 1, keepdims=True, dtype=float32, mask=mask)
+    neg_m = nisa.tensor_scalar(m, "multiply", -1.0, dtype=float32)
+    total = _partition_column(tr, x.shape[0])
+    e = nisa.activation("exp", x, bias=neg_m, reduce_res=total, reduce_cmd="reset_reduce",
+                        dtype=float32, mask=mask)
+    inv = nisa.reciprocal(total, dtype=float32)
+    return nisa.tensor_scalar(e, "multiply", inv, dtype=dtype if dtype is not None else x.dtype,
+                              mask=mask)
+
+
+def rms_norm(x: Any, w: Any, axis: Any, n: Any, epsilon: float = 1e-6, *, dtype: Any = None,
+             compute_dtype: Any = None, mask: Any = None, **_: Any) -> NkiTensor:
+    """``x / sqrt(mean(x^2) + epsilon) * w`` over the free axis of a 2-D tile."""
+    tr = _tracer.current("nl.rms_norm")
+    if not isinstance(x, NkiTensor) or x.ndim != 2:
+        raise tr.fail(UnsupportedError, f"nl.rms_norm: expected a 2-D tile, found "
+                      f"{getattr(x, 'shape', x)}")
+    ss = _partition_column(tr, x.shape[0])
+    nisa.activation("square", x, reduce_res=ss, reduce_cmd="reset_reduce", dtype=float32,
+                    mask=mask)
+    ms = nisa.tensor_scalar(ss, "multiply", 1.0 / float(n), op1="add", operand1=float(epsilon),
+                            dtype=float32)
+    inv = nisa.activation("rsqrt", ms, dtype=float32)
+    y = nisa.tensor_scalar(x, "multiply", inv, dtype=float32, mask=mask)
+    return binary("multiply", y, w, dtype if dtype is not None else x.dtype, mask)
+
+
+def where(condition: Any, x: Any, y: Any, *, dtype: Any = None, mask: Any = None,
+          **_: Any) -> NkiTensor:
+    """``x`` where ``condition`` is non-zero, else ``y``: computed as
+    ``y + condition * (x - y)`` with condition cast to 0/1 (exact for finite values)."""
+    if not isinstance(condition, NkiTensor):
+        raise _tracer.current().fail(KernelError, "nl.where: expected a tile condition, found "
+                                     f"{type(condition).__name__}")
+    out = dtype if dtype is not None else (
+        promote(x.dtype, y.dtype) if isinstance(x, NkiTensor) and isinstance(y, NkiTensor)
+        else (x.dtype if isinstance(x, NkiTensor) else y.dtype if isinstance(y, NkiTensor)
+              else float32))
+    c = binary("not_equal", condition, 0, float32, mask)
+    diff = binary("subtract", x, y, float32, mask) if isinstance(x, NkiTensor) or isinstance(
+        y, NkiTensor) else nisa.memset(condition.shape, float(x) - float(y), float32)
+    scaled = binary("multiply", c, diff, float32, mask)
+    return binary("add", scaled, y, out, mask)
+
+
+def static_cast(x: Any, dtype: Any) -> NkiTensor:
+    """Convert a tile to ``dtype`` (a VectorE copy with an output cast)."""
+    return nisa.tensor_copy(x, dtype=to_dtype(dtype, "static_cast dtype"))
+
+
+_ = (np, ops)  # numpy and ops stay importable here for lowering helpers added later

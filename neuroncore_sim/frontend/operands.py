@@ -1,0 +1,168 @@
+"""Shared plumbing of ``nisa`` and ``nl`` calls: operator names, masks, operand checks, issuing.
+
+:func:`issue` is the single path from an instruction call to the tracer: it evaluates the mask
+(shrinking every operand to the mask's bounding box, as the compiler does, so a masked
+instruction costs only its active part), checks every operand's bounds and layout, and hands a
+pending instruction to the tracer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import ops
+from ..errors import AccessError, KernelError, UnsupportedError
+from ..ir import Access, Affine, Engine, MemSpace, Opcode, Predicate
+from . import tracer as _tracer
+from .indexing import MaskExpr
+from .tensor import NkiTensor
+
+ON_CHIP = (MemSpace.SBUF, MemSpace.PSUM)
+
+
+def op_name(op: Any, what: str, allowed: frozenset[str] | dict[str, Any]) -> str:
+    """Resolve ``np.add`` / ``nl.add`` / ``"add"`` to an operator name in ``allowed``."""
+    if isinstance(op, str):
+        name = op
+    else:
+        name = getattr(op, "_nki_op", None) or getattr(op, "__name__", None) or repr(op)
+    name = ops.ALIASES.get(name, name)
+    if name not in allowed:
+        raise _tracer.current().fail(
+            KernelError, f"{what}: expected one of {sorted(allowed)}, found {name!r}")
+    return name
+
+
+def nki_op(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Tag an ``nl`` function with the operator name it stands for when passed as ``op=``."""
+    def tag(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn._nki_op = name  # type: ignore[attr-defined]
+        return fn
+    return tag
+
+
+def _shift(pred: Predicate, lo: tuple[int, ...]) -> Predicate:
+    """Re-base a predicate onto a grid that starts at ``lo``."""
+    if pred.expr is not None:
+        e = pred.expr
+        const = e.const + sum(c * l for c, l in zip(e.coefs, lo))
+        return Predicate(pred.op, Affine(const, e.coefs))
+    return Predicate(pred.op, None, tuple(_shift(p, lo) for p in pred.parts))
+
+
+def mask_box(mask: Any, shape: tuple[int, ...]
+             ) -> tuple[tuple[tuple[int, int], ...] | None, Predicate | None, bool]:
+    """Evaluate ``mask`` over ``shape``.
+
+    Returns:
+        (box, residual predicate, empty): the bounding box of the active elements (None when
+        no mask), the predicate still needed inside the box (None when the box is exact), and
+        whether nothing at all is active.
+    """
+    if mask is None or mask is True:
+        return None, None, False
+    if mask is False:
+        return None, None, True
+    if not isinstance(mask, MaskExpr):
+        raise _tracer.current().fail(
+            KernelError, f"mask: expected a comparison of nl.arange / nl.mgrid index "
+            f"expressions (combined with &), found {type(mask).__name__}")
+    if mask.ndim > len(shape):
+        raise _tracer.current().fail(
+            KernelError, f"mask: expected at most {len(shape)} axes (the instruction's shape "
+            f"{list(shape)}), found {mask.ndim}")
+    pred = mask.to_predicate(len(shape))
+    active = pred.evaluate(shape)
+    if not active.any():
+        return None, None, True
+    box = []
+    for a in range(len(shape)):
+        other = tuple(b for b in range(len(shape)) if b != a)
+        idx = np.flatnonzero(active.any(axis=other) if other else active)
+        box.append((int(idx[0]), int(idx[-1]) + 1))
+    sub = active[tuple(slice(lo, hi) for lo, hi in box)]
+    residual = None if sub.all() else _shift(pred, tuple(lo for lo, _ in box))
+    return tuple(box), residual, False
+
+
+def operand(t: Any, what: str, spaces: tuple[MemSpace, ...] = ON_CHIP) -> Access:
+    """Check a tensor operand (type, memory, bounds, partition layout); return its access."""
+    tr = _tracer.current(what)
+    if not isinstance(t, NkiTensor):
+        raise tr.fail(KernelError, f"{what}: expected a tile, found {type(t).__name__}")
+    if t.space not in spaces:
+        from ..errors import MemorySpaceError
+        names = " or ".join(s.value for s in spaces)
+        raise tr.fail(MemorySpaceError,
+                      f"{what}: expected a tensor in {names}, found {t.space.value}")
+    problem = t.out_of_bounds()
+    if problem:
+        raise tr.fail(AccessError, f"{what}: out of bounds: {problem}")
+    problem = t.tile_error()
+    if problem:
+        raise tr.fail(AccessError, f"{what}: {problem}")
+    return t.access()
+
+
+def issue(what: str, opcode: Opcode, engine: Engine, out_shape: tuple[int, ...],
+          out_dtype: np.dtype, srcs: dict[str, NkiTensor], attrs: dict[str, object], *,
+          mask: Any = None, out_space: MemSpace = MemSpace.SBUF,
+          extra_dsts: dict[str, NkiTensor] | None = None,
+          spaces: tuple[MemSpace, ...] = ON_CHIP) -> NkiTensor:
+    """Issue a compute instruction whose main output is a new (pending) tile."""
+    tr = _tracer.current(what)
+    loc = tr.user_loc()
+    out_shape = tuple(int(s) for s in out_shape)
+    box, residual, empty = mask_box(mask, out_shape)
+    if empty:
+        # The compiler drops a fully masked instruction; the result tile is left unwritten.
+        decl = tr.new_tensor(out_space, out_shape, out_dtype, site=loc)
+        return NkiTensor.whole(decl)
+    src_acc = {k: operand(v.shrink(box, out_shape), f"{what} {k}", spaces)
+               for k, v in srcs.items()}
+    dst_acc = {k: operand(v.shrink(box, out_shape), f"{what} {k}")
+               for k, v in (extra_dsts or {}).items()}
+    result = NkiTensor.pending(out_shape, out_dtype, out_space)
+    tr.set_pending(_tracer.PendingOp(opcode, engine, src_acc, attrs, dst_acc, residual, box, loc,
+                                     result))
+    return result
+
+
+def scalar_value(x: Any, what: str) -> float | int:
+    """A Python / numpy scalar operand as a plain number."""
+    if isinstance(x, (bool, np.bool_)):
+        return int(x)
+    if isinstance(x, (int, float, np.integer, np.floating)):
+        return x.item() if isinstance(x, np.generic) else x
+    raise _tracer.current().fail(
+        KernelError, f"{what}: expected a scalar or a tile, found {type(x).__name__}")
+
+
+def engine_arg(engine: Any, what: str) -> Engine | None:
+    """Translate an ``engine=`` argument (nisa.engine member or None) to an Engine."""
+    if engine is None:
+        return None
+    value = getattr(engine, "value", engine)
+    mapping = {"tensor": Engine.TENSOR, "vector": Engine.VECTOR, "scalar": Engine.SCALAR,
+               "gpsimd": Engine.GPSIMD, "unknown": None, 1: Engine.TENSOR, 2: Engine.SCALAR,
+               3: Engine.GPSIMD, 5: Engine.VECTOR, 0: None}
+    if value not in mapping:
+        raise _tracer.current().fail(UnsupportedError, f"{what}: unknown engine {engine!r}")
+    return mapping[value]
+
+
+def issue_into(what: str, opcode: Opcode, engine: Engine, dst: NkiTensor,
+               srcs: dict[str, NkiTensor], attrs: dict[str, object], *, mask: Any = None,
+               dst_spaces: tuple[MemSpace, ...] = ON_CHIP,
+               src_spaces: tuple[MemSpace, ...] = ON_CHIP) -> None:
+    """Record an instruction whose destination is a given view (stores, copies into place)."""
+    tr = _tracer.current(what)
+    box, residual, empty = mask_box(mask, dst.shape)
+    if empty:
+        return
+    src_acc = {k: operand(v.shrink(box, dst.shape), f"{what} {k}", src_spaces)
+               for k, v in srcs.items()}
+    dst_acc = operand(dst.shrink(box), f"{what} dst", dst_spaces)
+    tr.record(opcode, engine, {"out": dst_acc}, src_acc, attrs, mask=residual)

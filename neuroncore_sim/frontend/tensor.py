@@ -1,0 +1,334 @@
+"""Tensors as kernels see them: views into a declared tensor (HBM tensor or SBUF/PSUM tile).
+
+A view maps its own axes affinely onto the declared tensor's dims: declared index
+``d = base[d] + sum(coefs[d][a] * i_a)``. Slicing, integer indices, ``nl.arange`` /
+``nl.mgrid`` expressions and ``nl.ds`` all compose into that map, so every view turns into an
+:class:`ir.Access` (offset plus stride/size pairs) without copying anything. Bounds are checked
+when a view is used by an instruction (after masks have shrunk it), per declared dim, so an index
+that runs past the end of a row is caught instead of silently reading the next row.
+
+Python operators on views (``a + b``, ``-a``, ``t[...] = x``, ``psum += nc_matmul(...)``) are
+forwarded to ``nl`` functions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..dtypes import dtype_name
+from ..errors import AccessError, MemorySpaceError, SimulatorError, UnsupportedError
+from ..ir import Access, MemSpace, TensorDecl
+from . import tracer as _tracer
+from .indexing import IndexExpr, _is_int
+
+
+class NkiTensor:
+    """A view of an HBM tensor or an on-chip tile (what ``nl.load``, ``nl.ndarray`` and every
+    ``nisa`` call return, and what kernel arguments are).
+
+    Attributes:
+        shape: the view's shape.
+        dtype: the element dtype.
+    """
+
+    __slots__ = ("decl", "shape", "dtype", "base", "coefs", "space")
+
+    def __init__(self, decl: TensorDecl | None, shape: tuple[int, ...], dtype: np.dtype,
+                 base: tuple[int, ...], coefs: tuple[tuple[int, ...], ...],
+                 space: MemSpace) -> None:
+        self.decl = decl
+        self.shape = shape
+        self.dtype = dtype
+        self.base = base
+        self.coefs = coefs
+        self.space = space
+
+    @classmethod
+    def whole(cls, decl: TensorDecl) -> NkiTensor:
+        """A view of all of ``decl`` in its declared shape."""
+        nd = len(decl.shape)
+        coefs = tuple(tuple(1 if a == d else 0 for a in range(nd)) for d in range(nd))
+        return cls(decl, decl.shape, decl.dtype, (0,) * nd, coefs, decl.space)
+
+    @classmethod
+    def pending(cls, shape: tuple[int, ...], dtype: np.dtype, space: MemSpace) -> NkiTensor:
+        """The result of an instruction whose destination is decided later."""
+        return cls(None, tuple(shape), dtype, (), (), space)
+
+    # --- pending results -------------------------------------------------------------------------
+    def materialize(self, tr: _tracer.Tracer, op: _tracer.PendingOp) -> None:
+        """Give a pending result its own fresh tile and record its instruction there."""
+        decl = tr.new_tensor(self.space, self.shape, self.dtype, site=op.loc)
+        self.retarget(NkiTensor.whole(decl))
+        tr.complete(op, self.shrink(op.box).access())
+
+    def retarget(self, view: NkiTensor) -> None:
+        """Make this (pending) result refer to ``view``'s region."""
+        self.decl, self.base, self.coefs, self.space = view.decl, view.base, view.coefs, view.space
+        self.dtype = view.dtype
+
+    def _resolved(self) -> TensorDecl:
+        if self.decl is None:
+            _tracer.current().flush()
+            if self.decl is None:
+                raise SimulatorError("internal: a pending result was used after its kernel ended")
+        return self.decl
+
+    # --- geometry ------------------------------------------------------------------------------
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def buffer(self) -> MemSpace:
+        """The memory the tensor lives in (hbm, sbuf or psum)."""
+        return self.space
+
+    @property
+    def tensor(self) -> TensorDecl:
+        """The declared tensor this view belongs to."""
+        return self._resolved()
+
+    def access(self) -> Access:
+        """The view as an access pattern (offset plus (stride, size) pairs)."""
+        decl = self._resolved()
+        strides = decl.strides
+        offset = sum(s * b for s, b in zip(strides, self.base))
+        pattern = tuple(
+            (sum(strides[d] * self.coefs[d][a] for d in range(len(strides))), n)
+            for a, n in enumerate(self.shape))
+        return Access(decl, offset, pattern)
+
+    def out_of_bounds(self) -> str | None:
+        """Describe the first declared dim this view indexes out of range, or None."""
+        decl = self._resolved()
+        if 0 in self.shape:
+            return None
+        for d, (b, row) in enumerate(zip(self.base, self.coefs)):
+            lo = hi = b
+            for c, n in zip(row, self.shape):
+                ext = c * (n - 1)
+                if ext < 0:
+                    lo += ext
+                else:
+                    hi += ext
+            if lo < 0 or hi >= decl.shape[d]:
+                return (f"index of dim {d} of {decl.name} {list(decl.shape)}: expected "
+                        f"0..{decl.shape[d] - 1}, found {lo}..{hi}")
+        return None
+
+    def tile_error(self) -> str | None:
+        """Why this view is not a valid on-chip operand (partition dim first, contiguous)."""
+        decl = self._resolved()
+        if decl.space is MemSpace.HBM:
+            return None
+        pa = decl.partition_axis
+        if not self.shape:
+            return "a tile operand needs a partition dim"
+        for d, row in enumerate(self.coefs):
+            for a, (c, n) in enumerate(zip(row, self.shape)):
+                if n == 1 or c == 0:
+                    continue
+                if (d == pa) != (a == 0) or (d == pa and c != 1):
+                    return (f"the first axis of a tile operand must be its partition dim, with "
+                            f"contiguous partitions; {decl.name} is indexed so that its "
+                            f"partition dim is not the view's first axis")
+        return None
+
+    def shrink(self, box: tuple[tuple[int, int], ...] | None,
+               full: tuple[int, ...] | None = None) -> NkiTensor:
+        """The sub-view ``[lo:hi]`` along each axis of ``box``.
+
+        ``box`` is relative to an iteration space of shape ``full`` (default: this view's
+        shape); only axes whose size equals the iteration space's are shrunk, so a [P, 1]
+        operand of a [P, F] instruction is shrunk along partitions only.
+        """
+        if box is None:
+            return self
+        self._resolved()
+        full = self.shape if full is None else full
+        base = list(self.base)
+        shape = list(self.shape)
+        for a, (lo, hi) in enumerate(box):
+            if a >= len(shape) or a >= len(full) or shape[a] != full[a] or shape[a] <= 1:
+                continue
+            for d in range(len(base)):
+                base[d] += self.coefs[d][a] * lo
+            shape[a] = hi - lo
+        return NkiTensor(self.decl, tuple(shape), self.dtype, tuple(base), self.coefs, self.space)
+
+    def with_shape(self, shape: tuple[int, ...]) -> NkiTensor:
+        """Broadcast size-1 free axes to ``shape`` (stride 0), like the hardware's APs can."""
+        if shape == self.shape:
+            return self
+        self._resolved()
+        if len(shape) != len(self.shape):
+            raise UnsupportedError(f"cannot broadcast {list(self.shape)} to {list(shape)}")
+        coefs = tuple(tuple(0 if (n == 1 and m != 1) else c
+                            for c, n, m in zip(row, self.shape, shape)) for row in self.coefs)
+        return NkiTensor(self.decl, tuple(shape), self.dtype, self.base, coefs, self.space)
+
+    # --- indexing ------------------------------------------------------------------------------
+    def __getitem__(self, key: Any) -> NkiTensor:
+        self._resolved()
+        key = key if isinstance(key, tuple) else (key,)
+        if any(isinstance(k, IndexExpr) for k in key):
+            return self._index_affine(key)
+        return self._index_basic(key)
+
+    def _expand(self, key: tuple[Any, ...]) -> list[Any]:
+        items = list(key)
+        if Ellipsis in items:
+            i = items.index(Ellipsis)
+            fill = self.ndim - (len(items) - 1 - items.count(None))
+            items[i:i + 1] = [slice(None)] * fill
+        real = len(items) - items.count(None)
+        if real > self.ndim:
+            raise _tracer.current().fail(
+                AccessError, f"indexing: expected at most {self.ndim} indices for shape "
+                f"{list(self.shape)}, found {real}")
+        return items + [slice(None)] * (self.ndim - real)
+
+    def _index_basic(self, key: tuple[Any, ...]) -> NkiTensor:
+        base = list(self.base)
+        nd = len(base)
+        new_coefs: list[list[int]] = [[] for _ in range(nd)]
+        shape: list[int] = []
+        axis = 0
+        for item in self._expand(key):
+            if item is None:
+                shape.append(1)
+                for d in range(nd):
+                    new_coefs[d].append(0)
+                continue
+            n = self.shape[axis]
+            if _is_int(item):
+                v = int(item)
+                v = v + n if v < 0 else v
+                if not 0 <= v < n:
+                    raise _tracer.current().fail(
+                        AccessError, f"index {int(item)} of axis {axis}: expected 0..{n - 1}, "
+                        f"found {int(item)} (shape {list(self.shape)})")
+                for d in range(nd):
+                    base[d] += self.coefs[d][axis] * v
+            elif isinstance(item, slice):
+                step = 1 if item.step is None else int(item.step)
+                if step <= 0:
+                    raise _tracer.current().fail(
+                        UnsupportedError, f"slice step must be positive, found {step}")
+                start = 0 if item.start is None else int(item.start)
+                stop = n if item.stop is None else int(item.stop)
+                start, stop = (start + n if start < 0 else start), (stop + n if stop < 0 else stop)
+                size = max(0, -(-(stop - start) // step))
+                shape.append(size)
+                for d in range(nd):
+                    base[d] += self.coefs[d][axis] * start
+                    new_coefs[d].append(self.coefs[d][axis] * step)
+            else:
+                raise _tracer.current().fail(
+                    AccessError, f"index: expected an int, slice, nl.ds, nl.arange or nl.mgrid "
+                    f"expression, found {type(item).__name__}")
+            axis += 1
+        return NkiTensor(self.decl, tuple(shape), self.dtype, tuple(base),
+                         tuple(tuple(r) for r in new_coefs), self.space)
+
+    def _index_affine(self, key: tuple[Any, ...]) -> NkiTensor:
+        if len(key) != self.ndim or any(not (isinstance(k, IndexExpr) or _is_int(k)) for k in key):
+            raise _tracer.current().fail(
+                UnsupportedError, f"advanced indexing: expected one nl.arange/nl.mgrid expression "
+                f"or int per axis ({self.ndim} axes), found {key!r}; mixing slices with index "
+                f"expressions is not supported by NKI")
+        exprs = [k if isinstance(k, IndexExpr) else IndexExpr(int(k), (), ()) for k in key]
+        ndim = max(e.ndim for e in exprs)
+        exprs = [e.aligned(ndim) for e in exprs]
+        shape = [1] * ndim
+        for e in exprs:
+            for b, n in enumerate(e.sizes):
+                if n != 1:
+                    if shape[b] not in (1, n):
+                        raise _tracer.current().fail(
+                            AccessError, f"index expressions do not broadcast: axis {b} has "
+                            f"sizes {shape[b]} and {n}")
+                    shape[b] = n
+        base, coefs = [], []
+        for d in range(len(self.base)):
+            row = self.coefs[d]
+            base.append(self.base[d] + sum(row[a] * e.const for a, e in enumerate(exprs)))
+            coefs.append(tuple(sum(row[a] * e.coefs[b] for a, e in enumerate(exprs))
+                               for b in range(ndim)))
+        return NkiTensor(self.decl, tuple(shape), self.dtype, tuple(base), tuple(coefs),
+                         self.space)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        target = self[key]
+        _nl.assign(target, value)
+
+    def __iter__(self) -> Any:
+        raise UnsupportedError("iterating over a tile is not supported; index it with "
+                               "nl.affine_range loops instead")
+
+    def __len__(self) -> int:
+        return self.shape[0] if self.shape else 0
+
+    # --- values (debugging) --------------------------------------------------------------------
+    def values(self) -> np.ndarray | None:
+        """Current values of the view (None in a timing-only run)."""
+        tr = _tracer.current("reading tile values")
+        return tr.read(self.access())
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        vals = self.values()
+        if vals is None:
+            raise UnsupportedError("tile values are not available in a timing-only run")
+        return vals.astype(dtype) if dtype is not None else vals
+
+    def __repr__(self) -> str:
+        where = self.decl.name if self.decl is not None else "pending"
+        head = f"NkiTensor({where}, {self.space.value}, {list(self.shape)}, {dtype_name(self.dtype)})"
+        tr = _tracer.active_or_none()
+        if tr is None or tr.backend is None or self.decl is None:
+            return head
+        return f"{head}\n{tr.read(self.access())}"
+
+    # --- arithmetic ------------------------------------------------------------------------------
+    def __add__(self, o: Any) -> NkiTensor: return _nl.add(self, o)
+    def __radd__(self, o: Any) -> NkiTensor: return _nl.add(o, self)
+    def __sub__(self, o: Any) -> NkiTensor: return _nl.subtract(self, o)
+    def __rsub__(self, o: Any) -> NkiTensor: return _nl.subtract(o, self)
+    def __mul__(self, o: Any) -> NkiTensor: return _nl.multiply(self, o)
+    def __rmul__(self, o: Any) -> NkiTensor: return _nl.multiply(o, self)
+    def __truediv__(self, o: Any) -> NkiTensor: return _nl.divide(self, o)
+    def __rtruediv__(self, o: Any) -> NkiTensor: return _nl.divide(o, self)
+    def __pow__(self, o: Any) -> NkiTensor: return _nl.power(self, o)
+    def __mod__(self, o: Any) -> NkiTensor: return _nl.mod(self, o)
+    def __neg__(self) -> NkiTensor: return _nl.negative(self)
+    def __abs__(self) -> NkiTensor: return _nl.abs(self)
+    def __lt__(self, o: Any) -> NkiTensor: return _nl.less(self, o)
+    def __le__(self, o: Any) -> NkiTensor: return _nl.less_equal(self, o)
+    def __gt__(self, o: Any) -> NkiTensor: return _nl.greater(self, o)
+    def __ge__(self, o: Any) -> NkiTensor: return _nl.greater_equal(self, o)
+    def __eq__(self, o: Any) -> NkiTensor: return _nl.equal(self, o)  # type: ignore[override]
+    def __ne__(self, o: Any) -> NkiTensor: return _nl.not_equal(self, o)  # type: ignore[override]
+    def __and__(self, o: Any) -> NkiTensor: return _nl.bitwise_and(self, o)
+    def __or__(self, o: Any) -> NkiTensor: return _nl.bitwise_or(self, o)
+    def __xor__(self, o: Any) -> NkiTensor: return _nl.bitwise_xor(self, o)
+    def __invert__(self) -> NkiTensor: return _nl.invert(self)
+    __hash__ = object.__hash__
+
+    def __iadd__(self, o: Any) -> NkiTensor: return _nl.accumulate(self, o, "add")
+    def __isub__(self, o: Any) -> NkiTensor: return _nl.accumulate(self, o, "subtract")
+    def __imul__(self, o: Any) -> NkiTensor: return _nl.accumulate(self, o, "multiply")
+    def __itruediv__(self, o: Any) -> NkiTensor: return _nl.accumulate(self, o, "divide")
+
+
+def require_space(t: NkiTensor, what: str, allowed: tuple[MemSpace, ...]) -> None:
+    """Raise MemorySpaceError unless ``t`` lives in one of ``allowed``."""
+    if t.space not in allowed:
+        names = " or ".join(s.value for s in allowed)
+        raise _tracer.current().fail(
+            MemorySpaceError, f"{what}; expected a tensor in {names}, found {t.space.value}")
+
+
+from . import language as _nl  # noqa: E402  (operators forward to nl; cyclic by design)

@@ -1,0 +1,236 @@
+"""The tracer: records the instructions a kernel issues while it runs.
+
+One :class:`Tracer` exists per kernel launch. It is made active with ``with tracer.active():``
+(a ``ContextVar``, the one piece of module state, always reset by the ``with``). ``nl``/``nisa``
+functions find it with :func:`current`, validate their operands, and hand it an instruction.
+
+Values are computed eagerly: the tracer calls its optional value backend (the functional
+executor, wired in by ``simulate``) right after recording each instruction, so ``print`` and
+``nl.device_print`` inside a kernel see real numbers. With no backend (timing-only runs) no
+numpy work is done at all.
+
+The most recent instruction is held *pending* until the next one is issued or its result is
+used. That lets ``t[...] = nisa.activation(...)`` write straight into ``t`` and
+``psum += nisa.nc_matmul(...)`` accumulate in PSUM, as the NKI compiler does, instead of
+recording an extra copy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Iterator, Protocol
+
+import numpy as np
+
+from ..config import NeuronCoreConfig
+from ..errors import SimulatorError
+from ..ir import Access, Engine, Instruction, MemSpace, Opcode, Predicate, Program, SourceLoc, \
+    TensorDecl
+
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+class ValueBackend(Protocol):
+    """What the tracer needs from a functional executor."""
+
+    def declare(self, decl: TensorDecl, values: np.ndarray | None) -> None: ...
+
+    def execute(self, ins: Instruction) -> None: ...
+
+    def read(self, access: Access) -> np.ndarray: ...
+
+
+@dataclass(slots=True)
+class PendingOp:
+    """An instruction whose main destination is not fixed yet.
+
+    ``box`` is the per-axis [lo, hi) of the output that the mask leaves active (None: all);
+    the destination is shrunk to it when the instruction is finally recorded.
+    """
+
+    opcode: Opcode
+    engine: Engine
+    srcs: dict[str, Access]
+    attrs: dict[str, object]
+    extra_dsts: dict[str, Access]
+    mask: Predicate | None
+    box: tuple[tuple[int, int], ...] | None
+    loc: SourceLoc | None
+    result: object  # the NkiTensor handed to the kernel (its decl is set on materialisation)
+
+
+_ACTIVE: ContextVar[Tracer | None] = ContextVar("neuroncore_sim_tracer", default=None)
+
+
+def current(what: str = "this NKI call") -> Tracer:
+    """The active tracer.
+
+    Raises:
+        SimulatorError: when called outside a kernel launch.
+    """
+    tracer = _ACTIVE.get()
+    if tracer is None:
+        raise SimulatorError(
+            f"{what} can only run inside a kernel launched through nki.jit, "
+            "nki.simulate_kernel or neuroncore_sim.simulate")
+    return tracer
+
+
+def active_or_none() -> Tracer | None:
+    """The active tracer, or None outside a kernel."""
+    return _ACTIVE.get()
+
+
+class Tracer:
+    """Records one kernel launch into a :class:`Program`.
+
+    Args:
+        program: the program to append to.
+        config: the hardware configuration (tile limits come from it).
+        backend: the functional executor, or None for a timing-only run.
+    """
+
+    def __init__(self, program: Program, config: NeuronCoreConfig,
+                 backend: ValueBackend | None = None) -> None:
+        self.program = program
+        self.config = config
+        self.backend = backend
+        self.grid: tuple[int, ...] = program.grid
+        self.program_id: tuple[int, ...] = ()
+        self.instance = 0
+        self.pending: PendingOp | None = None
+        self.warnings: list[str] = []
+        self._locs: dict[tuple[str, int], SourceLoc] = {}
+        self._shared: dict[tuple[SourceLoc | None, int], TensorDecl] = {}
+        self._shared_count = 0
+        self._names: dict[str, int] = {}
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[Tracer]:
+        """Make this tracer the one ``nl``/``nisa`` calls record into."""
+        token = _ACTIVE.set(self)
+        try:
+            yield self
+        finally:
+            _ACTIVE.reset(token)
+
+    def start_instance(self, instance: int, program_id: tuple[int, ...]) -> None:
+        """Begin SPMD program instance ``instance`` with coordinates ``program_id``."""
+        self.flush()
+        self.instance = instance
+        self.program_id = program_id
+        self._shared_count = 0
+
+    # --- source locations ----------------------------------------------------------------------
+    def user_loc(self) -> SourceLoc | None:
+        """The innermost stack frame outside this package: the kernel line being executed."""
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_code.co_filename.startswith(_PKG_DIR):
+            frame = frame.f_back  # type: ignore[assignment]
+        if frame is None:
+            return None
+        key = (frame.f_code.co_filename, frame.f_lineno)
+        loc = self._locs.get(key)
+        if loc is None:
+            loc = self._locs[key] = SourceLoc(*key)
+        return loc
+
+    def fail(self, cls: type[SimulatorError], message: str) -> SimulatorError:
+        """An error of type ``cls`` located at the current kernel line (to ``raise``)."""
+        return cls(message, str(self.user_loc() or "") or None)
+
+    def warn(self, message: str) -> None:
+        """Record a warning (shown by ``simulate`` and kept on the result)."""
+        loc = self.user_loc()
+        self.warnings.append(f"{loc}: {message}" if loc else message)
+
+    # --- tensors -------------------------------------------------------------------------------
+    def new_tensor(self, space: MemSpace, shape: tuple[int, ...], dtype: np.dtype, *,
+                   partition_axis: int = 0, kind: str = "tile", name: str | None = None,
+                   values: np.ndarray | None = None, declare: bool = True,
+                   site: SourceLoc | None = None) -> TensorDecl:
+        """Declare a tensor in the program (and to the backend unless ``declare`` is False)."""
+        site = site if site is not None else self.user_loc()
+        if kind == "output":
+            # Every SPMD instance allocates "the same" shared_hbm output: one tensor for all.
+            key = (site, self._shared_count)
+            self._shared_count += 1
+            if key in self._shared:
+                return self._shared[key]
+        base = name or ("t" if space is not MemSpace.HBM else "hbm")
+        n = self._names.get(base, 0)
+        self._names[base] = n + 1
+        decl = TensorDecl(len(self.program.tensors), base if n == 0 and name else f"{base}{n}",
+                          space, tuple(int(s) for s in shape), dtype, partition_axis, kind, site)
+        self.program.tensors.append(decl)
+        if kind == "output":
+            self._shared[(site, self._shared_count - 1)] = decl
+        if declare and self.backend is not None:
+            self.backend.declare(decl, values)
+        return decl
+
+    def declare_late(self, decl: TensorDecl) -> None:
+        """Declare to the backend a tensor created with ``declare=False``."""
+        if self.backend is not None:
+            self.backend.declare(decl, None)
+
+    # --- instructions --------------------------------------------------------------------------
+    def record(self, opcode: Opcode, engine: Engine, dsts: dict[str, Access],
+               srcs: dict[str, Access], attrs: dict[str, object], *,
+               mask: Predicate | None = None, loc: SourceLoc | None = None) -> Instruction:
+        """Append an instruction with fixed destinations and execute it on the backend."""
+        if self.pending is not None:
+            self.flush()
+        return self._append(opcode, engine, dsts, srcs, attrs, mask,
+                            loc if loc is not None else self.user_loc())
+
+    def _append(self, opcode: Opcode, engine: Engine, dsts: dict[str, Access],
+                srcs: dict[str, Access], attrs: dict[str, object], mask: Predicate | None,
+                loc: SourceLoc | None) -> Instruction:
+        ins = Instruction(len(self.program.instructions), opcode, engine, dsts, srcs, attrs,
+                          loc, mask, self.instance)
+        self.program.instructions.append(ins)
+        if self.backend is not None:
+            self.backend.execute(ins)
+        return ins
+
+    def set_pending(self, op: PendingOp) -> None:
+        """Hold ``op`` until its destination is known (see module docstring)."""
+        if self.pending is not None:
+            self.flush()
+        self.pending = op
+
+    def take_pending(self, result: object) -> PendingOp | None:
+        """Remove and return the pending op if ``result`` is its output, else None."""
+        op = self.pending
+        if op is not None and op.result is result:
+            self.pending = None
+            return op
+        return None
+
+    def complete(self, op: PendingOp, dst: Access, **attrs: object) -> Instruction:
+        """Record a pending op with its destination ``dst`` (already shrunk to ``op.box``)."""
+        merged = dict(op.attrs)
+        merged.update(attrs)
+        dsts = {"out": dst}
+        dsts.update(op.extra_dsts)
+        return self._append(op.opcode, op.engine, dsts, op.srcs, merged, op.mask, op.loc)
+
+    def flush(self) -> None:
+        """Record the pending op into its own freshly allocated tile."""
+        op = self.pending
+        if op is None:
+            return
+        self.pending = None
+        op.result.materialize(self, op)  # type: ignore[attr-defined]
+
+    def read(self, access: Access) -> np.ndarray | None:
+        """Current values of a region (None in a timing-only run)."""
+        self.flush()
+        if self.backend is None:
+            return None
+        return self.backend.read(access)

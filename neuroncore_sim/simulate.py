@@ -1,0 +1,239 @@
+"""Running a kernel launch end to end: trace (with values), then time.
+
+This is the one module that knows the whole pipeline::
+
+    kernel(*args) --frontend.Tracer (+ execute.Executor for values)--> Program, outputs
+    Program --timing.simulate_timing--> events, latency
+    -> result.SimResult
+
+It also owns the launch objects users hold (:class:`Kernel`, what ``nki.jit`` returns).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import itertools
+import warnings
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from .config import NeuronCoreConfig, load_config
+from .dtypes import to_dtype
+from .errors import KernelError, SimulatorError
+from .execute import Executor
+from .frontend import tracer as _tracer
+from .frontend.tensor import NkiTensor
+from .frontend.typing import TensorType
+from .ir import MemSpace, Program
+from .result import SimResult
+from .timing import simulate_timing
+
+
+@dataclass
+class Launch:
+    """What tracing one kernel launch produced (before timing)."""
+
+    program: Program
+    outputs: tuple[Any, ...]
+    warnings: list[str] = field(default_factory=list)
+
+
+def _grid(grid: Any) -> tuple[int, ...]:
+    if grid is None or grid == ():
+        return ()
+    dims = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
+    out = []
+    for d in dims:
+        size = getattr(d, "size", d)  # nl.spmd_dim-like objects carry a size
+        if not isinstance(size, (int, np.integer)) or int(size) < 1:
+            raise KernelError(f"grid: expected positive integers, found {d!r}")
+        out.append(int(size))
+    return tuple(out)
+
+
+def _bind_inputs(tr: _tracer.Tracer, fn: Callable[..., Any], args: tuple[Any, ...],
+                 kwargs: dict[str, Any], functional: bool) -> tuple[list[Any], dict[str, Any],
+                                                                    dict[int, np.ndarray]]:
+    """Turn numpy arrays and nt.tensor placeholders into HBM input tensors."""
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError as e:
+        raise KernelError(f"{fn.__name__}: arguments do not match the kernel's signature: {e}",
+                          _def_loc(fn)) from e
+    user_arrays: dict[int, np.ndarray] = {}
+
+    def convert(name: str, value: Any) -> Any:
+        if isinstance(value, TensorType):
+            if functional:
+                raise KernelError(
+                    f"argument {name!r}: an nt.tensor placeholder has no values; pass a numpy "
+                    "array, or run timing-only (functional=False / nki.benchmark)", _def_loc(fn))
+            decl = tr.new_tensor(MemSpace.HBM, value.shape, value.dtype, kind="input", name=name)
+            return NkiTensor.whole(decl)
+        if isinstance(value, np.ndarray):
+            dt = to_dtype(value.dtype, f"argument {name!r} dtype")
+            if value.ndim == 0:
+                raise KernelError(f"argument {name!r}: expected an array with at least 1 dim, "
+                                  "found a 0-d array (pass a Python scalar instead)", _def_loc(fn))
+            decl = tr.new_tensor(MemSpace.HBM, value.shape, dt, kind="input", name=name,
+                                 values=value if functional else None)
+            user_arrays[decl.id] = value
+            return NkiTensor.whole(decl)
+        return value
+
+    new_args = [convert(name, v) for name, v in bound.arguments.items()
+                if bound.signature.parameters[name].kind not in (
+                    inspect.Parameter.VAR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
+    new_kwargs = {name: convert(name, v) for name, v in bound.arguments.items()
+                  if bound.signature.parameters[name].kind is inspect.Parameter.KEYWORD_ONLY}
+    for name, p in bound.signature.parameters.items():
+        if p.kind is inspect.Parameter.VAR_KEYWORD and name in bound.arguments:
+            new_kwargs.update(bound.arguments[name])
+    return new_args, new_kwargs, user_arrays
+
+
+def _def_loc(fn: Callable[..., Any]) -> str | None:
+    code = getattr(fn, "__code__", None)
+    return f"{code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno}" if code else None
+
+
+def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None, functional: bool = True,
+          **kwargs: Any) -> Launch:
+    """Run a kernel once per SPMD instance, recording its Program and computing its outputs.
+
+    Args:
+        kernel: a plain function or an ``nki.jit`` kernel.
+        grid: the SPMD grid (``()`` for one instance).
+        config: preset name, TOML path or NeuronCoreConfig.
+        functional: compute values (False: record only, no numpy work).
+    """
+    fn = getattr(kernel, "func", kernel)
+    grid = _grid(grid if grid != () else getattr(kernel, "grid", ()))
+    cfg = load_config(config)
+    program = Program(getattr(fn, "__name__", "kernel"), grid)
+    executor = Executor(cfg) if functional else None
+    tr = _tracer.Tracer(program, cfg, executor)
+    with tr.active():
+        new_args, new_kwargs, user_arrays = _bind_inputs(tr, fn, args, kwargs, functional)
+        returned: Any = None
+        for instance, pid in enumerate(itertools.product(*(range(g) for g in grid))):
+            tr.start_instance(instance, pid)
+            result = fn(*new_args, **new_kwargs)
+            returned = result if instance == 0 else returned
+        tr.flush()
+    outputs = _collect(tr, executor, returned, user_arrays)
+    for w in tr.warnings:
+        warnings.warn(w, stacklevel=3)
+    return Launch(program, outputs, tr.warnings)
+
+
+def _collect(tr: _tracer.Tracer, executor: Executor | None, returned: Any,
+             user_arrays: dict[int, np.ndarray]) -> tuple[Any, ...]:
+    """Outputs: the returned tensors' values; written argument arrays are updated in place."""
+    written = {a.tensor.id for ins in tr.program.instructions for a in ins.dsts.values()}
+    if executor is not None:
+        for tid, arr in user_arrays.items():
+            if tid in written:
+                np.copyto(arr, executor.logical(tr.program.tensors[tid]).astype(arr.dtype))
+    items = returned if isinstance(returned, (tuple, list)) else (
+        () if returned is None else (returned,))
+    outs: list[Any] = []
+    for item in items:
+        if isinstance(item, NkiTensor):
+            if item.space is not MemSpace.HBM:
+                raise KernelError(f"kernel returned a tile in {item.space.value}; return HBM "
+                                  "tensors (nl.ndarray(..., buffer=nl.shared_hbm))")
+            outs.append(executor.logical(item.tensor) if executor is not None else None)
+        else:
+            outs.append(item)
+    if not items:
+        outs = [user_arrays[t] for t in sorted(user_arrays) if t in written]
+    return tuple(outs)
+
+
+def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
+             functional: bool = True, timing: bool = True, **kwargs: Any) -> SimResult:
+    """Run a kernel launch: its values (unless ``functional=False``) and its estimated timing.
+
+    Args:
+        kernel: an NKI kernel (plain function or ``nki.jit`` object).
+        *args, **kwargs: the kernel's arguments; numpy arrays become HBM inputs.
+        grid: SPMD launch grid, e.g. ``(2, 2)``.
+        config: "trn1" (default), "inf2", a TOML file path or a NeuronCoreConfig.
+        functional: compute output values with the hardware's dtype behaviour.
+        timing: run the timing model.
+
+    Returns:
+        SimResult with ``outputs``, ``latency_ns``, ``events`` and ``summary()``.
+    """
+    cfg = load_config(config)
+    launch = trace(kernel, *args, grid=grid, config=cfg, functional=functional, **kwargs)
+    times = simulate_timing(launch.program, cfg) if timing else None
+    result = SimResult(program=launch.program, outputs=launch.outputs, config=cfg, timing=times)
+    session = _SESSION.get()
+    if session is not None:
+        session.append(result)
+    return result
+
+
+# --- launch objects ----------------------------------------------------------------------------
+_SESSION: ContextVar[list[SimResult] | None] = ContextVar("neuroncore_sim_session", default=None)
+
+
+@contextlib.contextmanager
+def record_launches() -> Iterator[list[SimResult]]:
+    """Inside this block every ``nki.jit`` kernel call is also timed; results are collected."""
+    results: list[SimResult] = []
+    token = _SESSION.set(results)
+    try:
+        yield results
+    finally:
+        _SESSION.reset(token)
+
+
+class Kernel:
+    """What ``nki.jit`` returns: call it like the function; ``kernel[grid](...)`` for SPMD.
+
+    A call runs the kernel on the simulator and returns its outputs as numpy arrays (like
+    ``nki.simulate_kernel``). Inside a running kernel it is inlined as a sub-kernel call.
+    """
+
+    def __init__(self, func: Callable[..., Any], grid: tuple[int, ...] = (),
+                 options: dict[str, Any] | None = None) -> None:
+        self.func = func
+        self.grid = grid
+        self.options = options or {}
+        self.__name__ = getattr(func, "__name__", "kernel")
+        self.__doc__ = getattr(func, "__doc__", None)
+        self.__wrapped__ = func
+
+    def __getitem__(self, grid: Any) -> Kernel:
+        return Kernel(self.func, _grid(grid), self.options)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _tracer.active_or_none() is not None:
+            return self.func(*args, **kwargs)  # a sub-kernel: inline it
+        timed = _SESSION.get() is not None
+        res = simulate(self, *args, grid=self.grid, timing=timed, **kwargs)
+        return _unwrap(res.outputs)
+
+    def __repr__(self) -> str:
+        return f"<nki kernel {self.__name__} grid={list(self.grid)}>"
+
+
+def _unwrap(outputs: tuple[Any, ...]) -> Any:
+    if not outputs:
+        return None
+    return outputs[0] if len(outputs) == 1 else outputs
+
+
+def as_config(config: Any) -> NeuronCoreConfig:
+    """Normalise a config argument (re-exported for entry points)."""
+    return load_config(config)
+
+
+_ = SimulatorError
