@@ -1,0 +1,53 @@
+"""``neuroncore_sim.nki``: the NKI entry points (``nki.jit``, ``nki.simulate_kernel``, ...).
+
+Kernels written for ``neuronxcc.nki`` (AWS Neuron SDK 2.20-2.26) use these names unchanged:
+
+    from neuroncore_sim import nki
+    import neuroncore_sim.nki.language as nl
+
+    @nki.jit
+    def kernel(a): ...
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..frontend import compiler, isa, language, typing
+from ..simulate import Kernel, simulate
+from .benchmark import benchmark, profile
+
+__all__ = ["jit", "trace", "baremetal", "simulate_kernel", "benchmark", "profile", "language",
+           "isa", "typing", "compiler", "Kernel"]
+
+
+def jit(func: Callable[..., Any] | None = None, *, mode: str = "auto", **options: Any) -> Any:
+    """Make a kernel launchable: ``@nki.jit`` or ``@nki.jit(mode=..., ...)``.
+
+    Every ``mode`` ("auto", "simulation", "baremetal", "jax", "torchxla", "benchmark") runs on
+    the simulator; other keyword arguments are accepted and kept on the kernel.
+    """
+    def wrap(f: Callable[..., Any]) -> Kernel:
+        if isinstance(f, Kernel):
+            return f
+        return Kernel(f, options=dict(options, mode=mode))
+    return wrap(func) if func is not None else wrap
+
+
+trace = jit
+
+
+def baremetal(func: Callable[..., Any] | None = None, **options: Any) -> Any:
+    """``nki.baremetal``: run the kernel (on the simulator) with numpy inputs and outputs."""
+    return jit(func, mode="baremetal", **options)
+
+
+def simulate_kernel(kernel: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run a kernel functionally and return its outputs, like AWS's ``nki.simulate_kernel``.
+
+    ``kernel`` may be a plain function, an ``nki.jit`` kernel, or ``kernel[grid]``.
+    """
+    res = simulate(kernel, *args, timing=False, **kwargs)
+    if not res.outputs:
+        return None
+    return res.outputs[0] if len(res.outputs) == 1 else res.outputs

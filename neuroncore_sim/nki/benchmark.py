@@ -1,0 +1,91 @@
+"""``nki.benchmark`` and ``nki.profile`` on the simulator.
+
+``nki.benchmark`` estimates the kernel's device latency with a timing-only simulation: like the
+hardware benchmark it does not depend on input values (``nt.tensor`` placeholders work). The
+simulation is deterministic, so every percentile of ``nc_latency`` is the same estimate; unlike
+the hardware figure it excludes host-device transfer time.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from ..simulate import Kernel, simulate
+
+_PERCENTILES = (0, 1, 10, 25, 50, 90, 99, 100)
+
+
+@dataclass(frozen=True)
+class LatencyStats:
+    """Latency of the benchmarked kernel, in microseconds."""
+
+    latency_us: float
+    iterations: int
+
+    def get_latency_percentile(self, p: int) -> float:
+        """The p-th percentile latency in microseconds (p in 0, 1, 10, 25, 50, 90, 99, 100)."""
+        if p not in _PERCENTILES:
+            from ..errors import SimulatorError
+            raise SimulatorError(f"get_latency_percentile: expected one of {_PERCENTILES}, "
+                                 f"found {p}")
+        return self.latency_us
+
+
+@dataclass(frozen=True)
+class BenchmarkResult:
+    """What ``kernel.benchmark_result`` holds after a benchmark call."""
+
+    nc_latency: LatencyStats
+    sim_result: Any
+
+
+class BenchmarkKernel(Kernel):
+    """A kernel whose calls are timing-only simulations that set ``benchmark_result``."""
+
+    benchmark_result: BenchmarkResult | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        iters = int(self.options.get("iters", 100))
+        res = simulate(self, *args, grid=self.grid, functional=False, **kwargs)
+        self.benchmark_result = BenchmarkResult(LatencyStats(res.latency_ns / 1000.0, iters), res)
+        return None
+
+    def __getitem__(self, grid: Any) -> BenchmarkKernel:
+        k = BenchmarkKernel(self.func, Kernel(self.func)[grid].grid, self.options)
+        return k
+
+
+def benchmark(func: Callable[..., Any] | None = None, *, warmup: int = 10, iters: int = 100,
+              **options: Any) -> Any:
+    """``@nki.benchmark(warmup=..., iters=...)``: estimate latency with a timing-only run."""
+    def wrap(f: Callable[..., Any]) -> BenchmarkKernel:
+        inner = getattr(f, "func", f)
+        return BenchmarkKernel(inner, getattr(f, "grid", ()),
+                               dict(options, warmup=warmup, iters=iters, mode="benchmark"))
+    return wrap(func) if func is not None else wrap
+
+
+class ProfileKernel(Kernel):
+    """A kernel whose calls run the full simulation and write a profile directory."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        res = simulate(self, *args, grid=self.grid, **kwargs)
+        out = Path(self.options.get("working_directory") or ".")
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").write_text(json.dumps(res.summary(), indent=2, default=str))
+        res.events.to_csv(out / "events.csv", index=False)
+        self.profile_result = res
+        return res.outputs[0] if len(res.outputs) == 1 else (res.outputs or None)
+
+
+def profile(func: Callable[..., Any] | None = None, *, working_directory: str | None = None,
+            **options: Any) -> Any:
+    """``@nki.profile(working_directory=...)``: simulate and write summary.json and events.csv."""
+    def wrap(f: Callable[..., Any]) -> ProfileKernel:
+        inner = getattr(f, "func", f)
+        return ProfileKernel(inner, getattr(f, "grid", ()),
+                             dict(options, working_directory=working_directory, mode="profile"))
+    return wrap(func) if func is not None else wrap
