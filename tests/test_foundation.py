@@ -87,7 +87,9 @@ def _toml(tmp_path: Path, text: str, name: str = "custom.toml") -> Path:
 
 
 def test_toml_overrides_fields_of_its_base(tmp_path: Path) -> None:
-    path = _toml(tmp_path, 'base = "inf2"\ndma_engine_bytes_per_ns = 20.0\nhbm_bytes_per_ns = 300\n')
+    path = _toml(tmp_path, 'base = "inf2"\n'
+                           'dma_engine_bytes_per_ns = 20.0\n'
+                           'hbm_bytes_per_ns = 300\n')
     c = cfg.load_config(path)
     assert c.dma_engine_bytes_per_ns == 20.0
     assert c.hbm_bytes_per_ns == 300
