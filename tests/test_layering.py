@@ -248,8 +248,10 @@ def _check_internal(rel: str, mod: str, group: str, imp: Import, modules: set[st
     for target in _internal_targets(imp, modules):
         if target == mod:
             continue
-        target_group = group_of(target) if target in modules else None
-        if target_group is None:
+        target_group = group_of(target)
+        if target not in modules:
+            problems.append(f"{rel}:{imp.line}: imports {target}, which does not exist")
+        elif target_group is None:
             problems.append(f"{rel}:{imp.line}: imports {target}, which is not a module in the "
                             "layer table")
         elif target_group not in ALLOWED[group]:
@@ -374,7 +376,7 @@ def test_synthetic_clean_tree_passes(tmp_path: Path) -> None:
     # unknown modules and broken internal imports
     ("helpers.py", "", "not in the layer table"),
     ("extra/thing.py", "", "not in the layer table"),
-    ("cli.py", "from .nothere import x\n", "imports neuroncore_sim.nothere"),
+    ("cli.py", "from .nothere import x\n", "imports neuroncore_sim.nothere, which does not"),
 ])
 def test_synthetic_violation_is_reported(tmp_path: Path, rel: str, src: str, expect: str) -> None:
     """Each kind of violation in a synthetic tree is reported with a clear message."""
