@@ -1,0 +1,100 @@
+"""What the timing model produced: one :class:`Event` per executed instruction stage or DMA
+transfer, and the :class:`TimingResult` of a whole launch.
+
+Rows (``Event.engine``):
+
+* ``"tensor"``, ``"vector"``, ``"scalar"``, ``"gpsimd"``, ``"sync"``: the compute engines (nki.isa
+  engine names). On ``"tensor"`` an ``nc_matmul`` appears as its MultiplyMoving stage
+  (opcode ``"multiply_moving"``, the profiler's ``MATMUL`` on the TensorMatrixE row).
+* ``"tensor_ls"``: the LoadStationary stage of ``nc_matmul`` (opcode ``"load_stationary"``, the
+  profiler's ``LDWEIGHTS`` on the TensorE row). It has its own row because a LoadStationary runs
+  in the background of the previous MultiplyMoving; on one row the two would overlap.
+* ``"dma0"`` .. ``"dma15"``: one event per DMA transfer (the part of a ``dma_copy`` or
+  ``dma_transpose`` that one DMA engine moves); several events share one ``instr_id``.
+
+Every other opcode is the ``nki.isa`` function name. Times are float nanoseconds from the start
+of the launch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+#: Opcode of the LoadStationary stage of nc_matmul (row :data:`TENSOR_LS_ROW`).
+LOAD_STATIONARY = "load_stationary"
+#: Opcode of the MultiplyMoving stage of nc_matmul (row "tensor").
+MULTIPLY_MOVING = "multiply_moving"
+#: Row of the LoadStationary stages.
+TENSOR_LS_ROW = "tensor_ls"
+#: Prefix of the DMA engine rows ("dma0" .. "dma15").
+DMA_ROW_PREFIX = "dma"
+#: The compute engine rows, in display order.
+COMPUTE_ROWS = ("tensor", "vector", "scalar", "gpsimd", "sync")
+
+
+def dma_row(engine_index: int) -> str:
+    """Row name of DMA engine ``engine_index`` ("dma0", "dma1", ...)."""
+    return f"{DMA_ROW_PREFIX}{engine_index}"
+
+
+def is_dma_row(engine: str) -> bool:
+    """True for the rows of the DMA engines ("dma0" .. "dma15")."""
+    return engine.startswith(DMA_ROW_PREFIX) and engine[len(DMA_ROW_PREFIX):].isdigit()
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One executed instruction stage or DMA transfer.
+
+    Attributes:
+        instr_id: ``Instruction.id`` of the instruction this belongs to.
+        engine: the row it ran on (see the module docstring).
+        opcode: the nki.isa name, or "load_stationary" / "multiply_moving" for nc_matmul stages.
+        start_ns: when the engine started it.
+        end_ns: when the engine finished it (results may become visible later: pipeline latency).
+        nbytes: bytes moved (DMA transfer) or read plus written (compute instruction).
+        waited_on: what delayed the start beyond the engine becoming free: "vector#12" (a
+            producer instruction on that row), "port:sbuf" / "port:psum" (a shared SRAM port),
+            "dma_engine" (all DMA engines busy) or "" (started as soon as its engine was free).
+        source: the kernel line that issued it ("file.py:LINE"), or "".
+        instance: the SPMD program instance.
+    """
+
+    instr_id: int
+    engine: str
+    opcode: str
+    start_ns: float
+    end_ns: float
+    nbytes: int = 0
+    waited_on: str = ""
+    source: str = ""
+    instance: int = 0
+
+    @property
+    def duration_ns(self) -> float:
+        """``end_ns - start_ns``."""
+        return self.end_ns - self.start_ns
+
+
+@dataclass(frozen=True, slots=True)
+class TimingResult:
+    """The timing of one kernel launch.
+
+    Attributes:
+        events: every event, ordered by (start_ns, row, instr_id).
+        latency_ns: end of the last event (the estimated device time of the launch).
+        busy_ns: row -> total time that row was busy (sum of its event durations; rows never
+            overlap themselves).
+        instruction_end_ns: ``Instruction.id`` -> when it completed (last stage or last
+            transfer).
+    """
+
+    events: tuple[Event, ...]
+    latency_ns: float
+    busy_ns: dict[str, float] = field(default_factory=dict)
+    instruction_end_ns: dict[int, float] = field(default_factory=dict)
+
+    @property
+    def dma_busy_ns(self) -> float:
+        """Summed busy time of all DMA engine rows."""
+        return sum(v for k, v in self.busy_ns.items() if is_dma_row(k))

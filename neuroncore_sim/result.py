@@ -1,0 +1,105 @@
+"""What one simulated kernel launch gives back: :class:`SimResult`.
+
+It bundles the recorded program, the output values (filled by the caller) and the timing, and
+offers the user-facing views: ``latency_ns``, the ``events`` DataFrame and ``summary()``. pandas
+is imported only inside :attr:`SimResult.events`, so the core loads without it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .config import NeuronCoreConfig
+from .errors import UnsupportedError
+from .events import COMPUTE_ROWS, TENSOR_LS_ROW, TimingResult, is_dma_row
+from .ir import Opcode, Program
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: Columns of :attr:`SimResult.events`, in order.
+EVENT_COLUMNS = ("instr_id", "engine", "opcode", "start_ns", "end_ns", "duration_ns", "nbytes",
+                 "waited_on", "source", "instance")
+#: Below this busy fraction of every engine and of the DMA engines, a kernel is latency-bound.
+LATENCY_BOUND_BUSY_FRACTION = 0.5
+_DMA_OPCODES = (Opcode.DMA_COPY, Opcode.DMA_TRANSPOSE)
+
+
+@dataclass(frozen=True, slots=True)
+class SimResult:
+    """The result of simulating one kernel launch.
+
+    Attributes:
+        program: the recorded instruction stream.
+        outputs: the kernel's output arrays (empty for a timing-only run).
+        config: the hardware it was timed on.
+        timing: the timing model's result, or None when timing was not run.
+    """
+
+    program: Program
+    outputs: tuple[Any, ...]
+    config: NeuronCoreConfig
+    timing: TimingResult | None
+
+    def _timing(self) -> TimingResult:
+        if self.timing is None:
+            raise UnsupportedError("this launch was simulated with timing=False; "
+                                   "expected a timing result, found none")
+        return self.timing
+
+    @property
+    def latency_ns(self) -> float:
+        """Estimated device time of the whole launch, in nanoseconds."""
+        return self._timing().latency_ns
+
+    @property
+    def events(self) -> "pd.DataFrame":
+        """One row per executed instruction stage / DMA transfer, ordered by start time, with
+        columns :data:`EVENT_COLUMNS`."""
+        import pandas as pd
+
+        rows = [(e.instr_id, e.engine, e.opcode, e.start_ns, e.end_ns, e.end_ns - e.start_ns,
+                 e.nbytes, e.waited_on, e.source, e.instance) for e in self._timing().events]
+        return pd.DataFrame(rows, columns=list(EVENT_COLUMNS))
+
+    def summary(self) -> dict[str, Any]:
+        """Headline numbers of the launch.
+
+        Returns:
+            dict with ``latency_ns``, ``latency_tensor_cycles`` (latency at the TensorE clock),
+            ``busy_ns`` and ``busy_percent`` per engine row (compute rows, "tensor_ls", and
+            "dma" = the DMA engines' summed busy time over their count), ``instructions`` per
+            engine, ``dma_bytes``, ``dma_bytes_per_ns`` and ``bottleneck``: the busiest of
+            tensor/vector/scalar/gpsimd/dma, or "latency" when none is busy more than half the
+            time.
+        """
+        t = self._timing()
+        cfg = self.config
+        latency = t.latency_ns
+        busy = {row: t.busy_ns.get(row, 0.0) for row in COMPUTE_ROWS + (TENSOR_LS_ROW,)}
+        busy["dma"] = t.dma_busy_ns / cfg.dma_engines
+        pct = {row: (100.0 * v / latency if latency > 0 else 0.0) for row, v in busy.items()}
+        counts: dict[str, int] = {}
+        dma_bytes = 0
+        for ins in self.program.instructions:
+            if ins.opcode in _DMA_OPCODES:
+                counts["dma"] = counts.get("dma", 0) + 1
+                dma_bytes += max(ins.srcs["src"].nbytes, ins.out.nbytes)
+            else:
+                counts[ins.engine.value] = counts.get(ins.engine.value, 0) + 1
+        candidates = ("tensor", "vector", "scalar", "gpsimd", "dma")
+        busiest = max(candidates, key=lambda r: (busy[r], -candidates.index(r)))
+        bound = (busiest if latency > 0 and busy[busiest] > LATENCY_BOUND_BUSY_FRACTION * latency
+                 else "latency")
+        return {
+            "latency_ns": latency,
+            "latency_tensor_cycles": latency * cfg.tensor_clock_hz / 1e9,
+            "busy_ns": busy,
+            "busy_percent": pct,
+            "instructions": counts,
+            "dma_transfers": sum(1 for e in t.events if is_dma_row(e.engine)),
+            "dma_bytes": dma_bytes,
+            "dma_bytes_per_ns": dma_bytes / latency if latency > 0 else 0.0,
+            "bottleneck": bound,
+        }

@@ -1,0 +1,318 @@
+"""From a recorded Program to what the timing model runs: per-engine in-order queues and the
+dependency edges between instructions.
+
+Hazards. Two accesses conflict when they touch overlapping regions of one tensor
+(``Access.overlaps``: intersecting row and column bounds, not whole tensors): a read after a
+write (RAW), a write after a write (WAW) or a write after a read (WAR) gives an edge from the
+earlier instruction to the later one. An ``nc_matmul`` with ``accumulate=True`` also reads its
+output. Edges between two instructions of one in-order compute engine are kept only for RAW (the
+timing model exposes the pipeline latency there); WAR/WAW on one engine are implied by its
+order. To stay fast, each tensor keeps only its *live* accesses: a write drops the earlier reads
+and writes its bounds fully cover (every later conflict with them also conflicts with the
+covering write, which is ordered after them).
+
+Buffer reuse. The compiler gives the tiles allocated at one source line (``TensorDecl.site``) a
+ring of physical buffers: ``min(tiles at the site, max(loop_tile_buffers, most tiles of the site
+live at once))``, live range = first to last instruction touching the tile. When the rings of
+all sites exceed the SBUF (``sbuf_usable_bytes_per_partition``, one ring slot = the site's
+largest row) or PSUM (``psum_num_banks``; a tile takes ``ceil(row_bytes / bank)`` whole banks, as
+in direct allocation) capacity, the largest rings shrink one buffer at a time down to their live
+maximum; if that is still too much, :class:`~neuroncore_sim.errors.CapacityError`. A tile gets
+the least recently freed slot of its ring; its first instruction then waits (WAW/WAR) for the
+live accesses of the slot's previous occupant. This is what lets the load of iteration i+1
+overlap the compute of iteration i, and what serialises a kernel with too little memory.
+
+SPMD instances run one after another with a full barrier between them (the docs: instances
+execute serially on one NeuronCore), so each instance is scheduled on its own.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+
+from .config import NeuronCoreConfig
+from .errors import CapacityError
+from .ir import Engine, Instruction, MemSpace, Opcode, Program, TensorDecl
+
+RAW, WAW, WAR = 0, 1, 2
+#: Edge kind names, indexed by the kind code.
+KIND_NAMES = ("RAW", "WAW", "WAR")
+#: Queue name of the DMA instructions (issued dataflow-style, not in order).
+DMA_QUEUE = "dma"
+_DMA_OPCODES = (Opcode.DMA_COPY, Opcode.DMA_TRANSPOSE)
+
+
+@dataclass(frozen=True, slots=True)
+class BufferRing:
+    """The physical buffers given to one allocation site.
+
+    Attributes:
+        site: the allocating source line ("file.py:LINE"), or "tensor <name>" without a site.
+        space: SBUF or PSUM.
+        tiles: how many tiles the site allocated.
+        live_max: the most of its tiles live at once.
+        buffers: ring size after any shrinking.
+        slot_bytes: bytes per partition of one buffer (PSUM: whole banks).
+    """
+
+    site: str
+    space: MemSpace
+    tiles: int
+    live_max: int
+    buffers: int
+    slot_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceSchedule:
+    """What the timing model needs to run one SPMD instance.
+
+    Attributes:
+        instance: the instance index.
+        instructions: its instructions, in program order.
+        queues: engine name -> instruction ids in issue order ("dma": DMA instructions).
+        deps: instruction id -> ((producer id, kind), ...) sorted by producer id; kind is
+            RAW, WAW or WAR.
+        ls_deps: nc_matmul id -> producers its stationary operand reads from (RAW); its
+            LoadStationary stage waits only for these.
+        ls_skip: nc_matmul ids whose stationary is already in the array (same region as the
+            previous TensorE matmul, not written since): no LoadStationary.
+        rings: the buffer rings of the allocation sites.
+    """
+
+    instance: int
+    instructions: tuple[Instruction, ...]
+    queues: dict[str, tuple[int, ...]]
+    deps: dict[int, tuple[tuple[int, int], ...]]
+    ls_deps: dict[int, tuple[int, ...]]
+    ls_skip: frozenset[int]
+    rings: tuple[BufferRing, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """The schedule of a whole launch: one :class:`InstanceSchedule` per instance, in order."""
+
+    instances: tuple[InstanceSchedule, ...]
+
+
+def queue_name(ins: Instruction) -> str:
+    """The queue an instruction goes to: its engine name, or "dma" for DMA opcodes."""
+    return DMA_QUEUE if ins.opcode in _DMA_OPCODES else ins.engine.value
+
+
+def build_schedule(program: Program, config: NeuronCoreConfig) -> Schedule:
+    """Queues, dependency edges and buffer rings of every instance of ``program``.
+
+    Raises:
+        CapacityError: the tiles of some instance do not fit in SBUF or PSUM even with every
+            ring at its live maximum.
+    """
+    by_instance: dict[int, list[Instruction]] = {}
+    for ins in program.instructions:
+        by_instance.setdefault(ins.instance, []).append(ins)
+    return Schedule(tuple(_schedule_instance(k, by_instance[k], config)
+                          for k in sorted(by_instance)))
+
+
+def _schedule_instance(instance: int, instrs: list[Instruction],
+                       config: NeuronCoreConfig) -> InstanceSchedule:
+    rings, prev_occupant, first_use = _assign_buffers(instrs, config)
+    queues: dict[str, list[int]] = {}
+    for ins in instrs:
+        queues.setdefault(queue_name(ins), []).append(ins.id)
+    deps, ls_deps, ls_skip = _hazards(instrs, prev_occupant, first_use)
+    return InstanceSchedule(instance, tuple(instrs), {k: tuple(v) for k, v in queues.items()},
+                            deps, ls_deps, frozenset(ls_skip), rings)
+
+
+# --- buffer rings ---------------------------------------------------------------------------------
+
+def _site_key(t: TensorDecl) -> tuple[object, ...]:
+    return (t.space.value, str(t.site)) if t.site is not None else (t.space.value, "#", t.id)
+
+
+def _assign_buffers(instrs: list[Instruction], config: NeuronCoreConfig
+                    ) -> tuple[tuple[BufferRing, ...], dict[int, int], dict[int, list[int]]]:
+    """Rings per site, the previous occupant of each tile's slot (tensor id -> tensor id) and,
+    per instruction index, the tiles it touches first."""
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    decls: dict[int, TensorDecl] = {}
+    for i, ins in enumerate(instrs):
+        for a, _ in ins.accesses():
+            t = a.tensor
+            if t.space is MemSpace.HBM:
+                continue
+            if t.id not in first:
+                first[t.id] = i
+                decls[t.id] = t
+            last[t.id] = i
+    sites: dict[tuple[object, ...], list[int]] = {}
+    for tid in first:  # insertion order = order of first use
+        sites.setdefault(_site_key(decls[tid]), []).append(tid)
+    rings = [_ring(key, tids, decls, first, last, config) for key, tids in sites.items()]
+    rings = _fit(rings, config)
+    prev: dict[int, int] = {}
+    for ring, tids in zip(rings, sites.values()):
+        prev.update(_slots(tids, first, last, ring.buffers))
+    first_use: dict[int, list[int]] = {}
+    for tid in prev:
+        first_use.setdefault(first[tid], []).append(tid)
+    return tuple(rings), prev, first_use
+
+
+def _ring(key: tuple[object, ...], tids: list[int], decls: dict[int, TensorDecl],
+          first: dict[int, int], last: dict[int, int], config: NeuronCoreConfig) -> BufferRing:
+    live: list[int] = []
+    live_max = 0
+    for tid in tids:  # sorted by first use
+        while live and live[0] < first[tid]:
+            heapq.heappop(live)
+        heapq.heappush(live, last[tid])
+        live_max = max(live_max, len(live))
+    t0 = decls[tids[0]]
+    row_bytes = max(decls[t].row_bytes for t in tids)
+    if t0.space is MemSpace.PSUM:
+        slot = math.ceil(row_bytes / config.psum_bank_bytes) * config.psum_bank_bytes
+    else:
+        slot = row_bytes
+    site = str(t0.site) if t0.site is not None else f"tensor {t0.name}"
+    buffers = min(len(tids), max(config.loop_tile_buffers, live_max))
+    return BufferRing(site, t0.space, len(tids), live_max, buffers, slot)
+
+
+def _fit(rings: list[BufferRing], config: NeuronCoreConfig) -> list[BufferRing]:
+    """Shrink the largest rings (bytes) towards their live maximum until each space fits."""
+    capacity = {MemSpace.SBUF: config.sbuf_usable_bytes_per_partition,
+                MemSpace.PSUM: config.psum_bytes_per_partition}
+    rings = list(rings)
+    for space, cap in capacity.items():
+        idx = [k for k, r in enumerate(rings) if r.space is space]
+        total = sum(rings[k].buffers * rings[k].slot_bytes for k in idx)
+        while total > cap:
+            shrinkable = [k for k in idx if rings[k].buffers > rings[k].live_max]
+            if not shrinkable:
+                _raise_capacity(space, [rings[k] for k in idx], total, cap)
+            k = max(shrinkable, key=lambda j: (rings[j].buffers * rings[j].slot_bytes, -j))
+            r = rings[k]
+            rings[k] = BufferRing(r.site, r.space, r.tiles, r.live_max, r.buffers - 1,
+                                  r.slot_bytes)
+            total -= r.slot_bytes
+    return rings
+
+
+def _raise_capacity(space: MemSpace, rings: list[BufferRing], total: int, cap: int) -> None:
+    order = sorted(rings, key=lambda r: -r.buffers * r.slot_bytes)
+    parts = ", ".join(f"{r.site} ({r.buffers} x {r.slot_bytes} B)" for r in order[:6])
+    more = f" and {len(order) - 6} more" if len(order) > 6 else ""
+    raise CapacityError(
+        f"{space.value.upper()} capacity: tiles live at once need {total} bytes per partition, "
+        f"available {cap}; allocation sites: {parts}{more}",
+        loc=order[0].site if order and ":" in order[0].site else None)
+
+
+def _slots(tids: list[int], first: dict[int, int], last: dict[int, int],
+           buffers: int) -> dict[int, int]:
+    """Give each tile (in first-use order) the least recently freed slot; return
+    tile -> previous occupant of its slot."""
+    free = [(-1, s) for s in range(buffers)]  # (last use of the previous occupant, slot)
+    active: list[tuple[int, int]] = []
+    occupant: dict[int, int] = {}
+    prev: dict[int, int] = {}
+    for tid in tids:
+        while active and active[0][0] < first[tid]:
+            heapq.heappush(free, heapq.heappop(active))
+        _, slot = heapq.heappop(free)
+        if slot in occupant:
+            prev[tid] = occupant[slot]
+        occupant[slot] = tid
+        heapq.heappush(active, (last[tid], slot))
+    return prev
+
+
+# --- hazards --------------------------------------------------------------------------------------
+
+def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
+             first_use: dict[int, list[int]]
+             ) -> tuple[dict[int, tuple[tuple[int, int], ...]], dict[int, tuple[int, ...]],
+                        list[int]]:
+    # Live accesses per tensor id: lists of (row_lo, row_hi, col_lo, col_hi, instr id).
+    writes: dict[int, list[tuple[int, int, int, int, int]]] = {}
+    reads: dict[int, list[tuple[int, int, int, int, int]]] = {}
+    version: dict[int, int] = {}
+    queue_of: dict[int, str] = {}
+    deps: dict[int, tuple[tuple[int, int], ...]] = {}
+    ls_deps: dict[int, tuple[int, ...]] = {}
+    ls_skip: list[int] = []
+    last_stationary: tuple[object, ...] | None = None
+    for i, ins in enumerate(instrs):
+        me, q = ins.id, queue_name(ins)
+        queue_of[me] = q
+        found: dict[int, int] = {}
+        for tid in first_use.get(i, ()):  # the tile's slot was used by an earlier tile
+            old = prev_occupant[tid]
+            for *_, j in writes.pop(old, ()):
+                found[j] = min(found.get(j, WAW), WAW)
+            for *_, j in reads.pop(old, ()):
+                found[j] = min(found.get(j, WAR), WAR)
+        stationary: list[int] = []
+        for role, a in ins.srcs.items():
+            hits = _read(a, me, writes, reads, found)
+            if role == "stationary" and ins.opcode is Opcode.NC_MATMUL:
+                stationary = hits
+        if ins.opcode is Opcode.NC_MATMUL and ins.attrs.get("accumulate"):
+            _read(ins.out, me, writes, reads, found)
+        for a in ins.dsts.values():
+            _write(a, me, writes, reads, found)
+            version[a.tensor.id] = version.get(a.tensor.id, 0) + 1
+        if q != DMA_QUEUE:  # same in-order engine: only RAW needs an edge
+            found = {j: k for j, k in found.items() if k == RAW or queue_of[j] != q}
+        if found:
+            deps[me] = tuple(sorted(found.items()))
+        if ins.opcode is Opcode.NC_MATMUL:
+            st = ins.srcs["stationary"]
+            key = (st.tensor.id, st.offset, st.pattern, version.get(st.tensor.id, 0))
+            if key == last_stationary:
+                ls_skip.append(me)
+            last_stationary = key
+            ls_deps[me] = tuple(sorted(set(stationary)))
+        elif ins.engine is Engine.TENSOR and q != DMA_QUEUE:
+            last_stationary = None  # a TensorE transpose replaces the array's contents
+    return deps, ls_deps, ls_skip
+
+
+def _read(a, me: int, writes: dict, reads: dict, found: dict[int, int]) -> list[int]:
+    """Record a read; RAW edges from the overlapping live writes. Returns their producers."""
+    tid = a.tensor.id
+    r_lo, r_hi, c_lo, c_hi = a.row_lo, a.row_hi, a.col_lo, a.col_hi
+    hits = []
+    for w_rlo, w_rhi, w_clo, w_chi, j in writes.get(tid, ()):
+        if w_rlo < r_hi and r_lo < w_rhi and w_clo < c_hi and c_lo < w_chi and j != me:
+            found[j] = RAW
+            hits.append(j)
+    reads.setdefault(tid, []).append((r_lo, r_hi, c_lo, c_hi, me))
+    return hits
+
+
+def _write(a, me: int, writes: dict, reads: dict, found: dict[int, int]) -> None:
+    """Record a write; WAW/WAR edges from the overlapping live accesses, then drop the live
+    accesses it covers."""
+    tid = a.tensor.id
+    r_lo, r_hi, c_lo, c_hi = a.row_lo, a.row_hi, a.col_lo, a.col_hi
+    for kind, table in ((WAW, writes), (WAR, reads)):
+        live = table.get(tid)
+        if not live:
+            continue
+        keep = []
+        for entry in live:
+            e_rlo, e_rhi, e_clo, e_chi, j = entry
+            if j != me and e_rlo < r_hi and r_lo < e_rhi and e_clo < c_hi and c_lo < e_chi:
+                if j not in found or found[j] > kind:
+                    found[j] = kind
+            if not (r_lo <= e_rlo and e_rhi <= r_hi and c_lo <= e_clo and e_chi <= c_hi):
+                keep.append(entry)
+        table[tid] = keep
+    writes.setdefault(tid, []).append((r_lo, r_hi, c_lo, c_hi, me))
