@@ -174,7 +174,8 @@ def assign(target: NkiTensor, value: Any) -> None:
     tr = _tracer.current("tile assignment")
     if not isinstance(value, NkiTensor):
         v = scalar_value(value, "assignment value")
-        issue_into("memset", Opcode.MEMSET, Engine.VECTOR, target, {}, {"value": v},
+        issue_into("memset", Opcode.MEMSET, Engine.VECTOR, target.partition_first(), {},
+                   {"value": v},
                    dst_spaces=(MemSpace.SBUF, MemSpace.PSUM))
         return
     op = tr.pending if tr.pending is not None and tr.pending.result is value else None
@@ -271,21 +272,21 @@ def program_id(axis: int) -> int:
     """This instance's index along grid ``axis``."""
     tr = _tracer.current("nl.program_id")
     axis = int(axis)
-    if not 0 <= axis < builtins.max(1, len(tr.grid)):
-        raise tr.fail(KernelError, f"nl.program_id: expected axis 0..{len(tr.grid) - 1}, "
-                      f"found {axis}")
-    return tr.program_id[axis] if tr.program_id else 0
+    if axis < 0:
+        raise tr.fail(KernelError, f"nl.program_id: expected a non-negative axis, found {axis}")
+    # Axes past the launch grid behave as size-1 grid dims (a kernel written for a 2-D grid
+    # also runs without one).
+    return tr.program_id[axis] if axis < len(tr.program_id) else 0
 
 
 def num_programs(axes: Any = None) -> int:
     """Number of instances along ``axes`` (all axes when None)."""
     tr = _tracer.current("nl.num_programs")
-    grid = tr.grid or (1,)
+    grid = tr.grid
     if axes is None:
-        return int(np.prod(grid))
-    if isinstance(axes, (tuple, list)):
-        return int(np.prod([grid[int(a)] for a in axes]))
-    return grid[int(axes)]
+        return int(np.prod(grid)) if grid else 1
+    axes = axes if isinstance(axes, (tuple, list)) else (axes,)
+    return int(np.prod([grid[int(a)] if int(a) < len(grid) else 1 for a in axes]))
 
 
 def program_ndim() -> int:

@@ -159,6 +159,23 @@ class NkiTensor:
             shape[a] = hi - lo
         return NkiTensor(self.decl, tuple(shape), self.dtype, tuple(base), self.coefs, self.space)
 
+    def partition_first(self) -> NkiTensor:
+        """The same elements with the axis that walks the partitions moved to the front.
+
+        A whole tensor with block dims, ``(B, par_dim(P), F)``, becomes ``(P, B, F)``: on the
+        hardware the blocks are just more free-dim elements of each partition.
+        """
+        decl = self._resolved()
+        if decl.space is MemSpace.HBM:
+            return self
+        row = self.coefs[decl.partition_axis]
+        axis = next((a for a, (c, n) in enumerate(zip(row, self.shape)) if c and n > 1), 0)
+        if axis == 0:
+            return self
+        order = (axis,) + tuple(a for a in range(self.ndim) if a != axis)
+        return NkiTensor(decl, tuple(self.shape[a] for a in order), self.dtype, self.base,
+                         tuple(tuple(r[a] for a in order) for r in self.coefs), self.space)
+
     def with_shape(self, shape: tuple[int, ...]) -> NkiTensor:
         """Broadcast size-1 free axes to ``shape`` (stride 0), like the hardware's APs can."""
         if shape == self.shape:
