@@ -11,6 +11,7 @@ Lowering policy (the compiler's choice is not documented; docs/model.md records 
 
 from __future__ import annotations
 
+import builtins
 import math
 from typing import Any
 
@@ -39,7 +40,8 @@ def _check_on_chip(t: NkiTensor, what: str) -> None:
 
 def _is_column(t: NkiTensor, other: NkiTensor) -> bool:
     return (t.ndim == other.ndim and t.shape[0] == other.shape[0]
-            and all(n == 1 for n in t.shape[1:]) and any(n != 1 for n in other.shape[1:]))
+            and builtins.all(n == 1 for n in t.shape[1:])
+            and builtins.any(n != 1 for n in other.shape[1:]))
 
 
 def binary(name: str, x: Any, y: Any, dtype: Any = None, mask: Any = None) -> Any:
@@ -75,7 +77,7 @@ def _broadcast(x: NkiTensor, y: NkiTensor, name: str) -> tuple[NkiTensor, NkiTen
         if a != b and 1 not in (a, b):
             raise _tracer.current().fail(ShapeError, f"nl.{name}: shapes {list(x.shape)} and "
                                          f"{list(y.shape)} do not broadcast")
-        shape.append(max(a, b))
+        shape.append(builtins.max(a, b))
     if x.shape[0] != y.shape[0]:
         raise _tracer.current().fail(
             UnsupportedError, f"nl.{name}: broadcasting along the partition dim ({list(x.shape)}"
@@ -277,4 +279,30 @@ def static_cast(x: Any, dtype: Any) -> NkiTensor:
     return nisa.tensor_copy(x, dtype=to_dtype(dtype, "static_cast dtype"))
 
 
-_ = (np, ops)  # numpy and ops stay importable here for lowering helpers added later
+
+def broadcast_to(src: Any, shape: Any, **_: Any) -> NkiTensor:
+    """Broadcast a tile to ``shape``: size-1 free axes by a strided copy (VectorE); a single
+    partition to many by a TensorE matmul with a ones stationary, as the architecture guide
+    describes (``nc_matmul(ones[1, M], x, is_stationary_onezero=True)``)."""
+    tr = _tracer.current("broadcast_to")
+    if not isinstance(src, NkiTensor):
+        raise tr.fail(KernelError, f"broadcast_to: expected a tile, found {type(src).__name__}")
+    shape = tuple(int(s) for s in shape)
+    if len(shape) != src.ndim:
+        raise tr.fail(ShapeError, f"broadcast_to: expected a shape with {src.ndim} dims, found "
+                      f"{list(shape)}")
+    if src.shape[0] == shape[0]:
+        return nisa.tensor_copy(src.with_shape(shape))
+    if src.shape[0] != 1 or src.ndim != 2:
+        raise tr.fail(ShapeError, f"broadcast_to: the partition dim broadcasts from 1 only, and "
+                      f"for 2-D tiles; found {list(src.shape)} -> {list(shape)}")
+    from .language import ndarray
+    m, f = shape
+    ones = nisa.memset((1, m), 1.0, src.dtype)
+    out = ndarray((m, f), src.dtype)
+    step = tr.config.gemm_moving_fmax
+    for lo in range(0, f, step):
+        hi = builtins.min(f, lo + step)
+        part = nisa.nc_matmul(ones, src[:, lo:hi], is_stationary_onezero=True)
+        out[:, lo:hi] = nisa.tensor_copy(part, dtype=src.dtype)
+    return out

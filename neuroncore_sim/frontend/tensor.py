@@ -282,6 +282,10 @@ class NkiTensor:
         target = self[key]
         _nl.assign(target, value)
 
+    def broadcast_to(self, shape: Any) -> NkiTensor:
+        """``tile.broadcast_to(shape)``: see ``nl.broadcast_to``."""
+        return _nl.broadcast_to(self, shape)
+
     def __iter__(self) -> Any:
         raise UnsupportedError("iterating over a tile is not supported; index it with "
                                "nl.affine_range loops instead")
