@@ -162,9 +162,11 @@ TRN1 = NeuronCoreConfig(
     engine_pipeline_latency_cycles=60,  # assumption: = tensor access overhead [ARCH]
     semaphore_latency_ns=9.0,  # assumption: EVENT_SEMAPHORE instruction ~9 ns in profiles [PERF]
     dma_engines=16,  # source: [ARCH] 16 DMA engines per NeuronCore-v2
-    dma_engine_bytes_per_ns=17.0,  # source: [DMABW] TRN1 17 B/ns effective per engine
+    # source: [PERF fig30] one 32 KiB transfer on one engine in 1810 ns = 18.1 B/ns (Trn1
+    # profile); [DMABW] lists 17 B/ns effective, [ARCH] 27 GiB/s peak. See docs/model.md.
+    dma_engine_bytes_per_ns=18.1,
     dma_fixed_latency_ns=1300.0,  # source: [DMABW] ~1300 ns descriptor/semaphore-to-start
-    dma_buffer_overhead_ns=12.0,  # assumption: fitted to the [DMAOV] bytes/partition curve
+    dma_buffer_overhead_ns=138.5,  # assumption: fitted to the [DMAOV] bytes/partition curve
     dma_transpose_slowdown=8.0,  # assumption: [PERF] "much lower DMA bandwidth", no number
     hbm_bytes_per_ns=410.0,  # source: [ARCH] 820 GB/s per chip, shared by 2 NeuronCores
     loop_tile_buffers=4,  # assumption: buffers the allocator rotates per allocation site
