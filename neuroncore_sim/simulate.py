@@ -85,14 +85,18 @@ def _bind_inputs(tr: _tracer.Tracer, fn: Callable[..., Any], args: tuple[Any, ..
             return NkiTensor.whole(decl)
         return value
 
-    new_args = [convert(name, v) for name, v in bound.arguments.items()
-                if bound.signature.parameters[name].kind not in (
-                    inspect.Parameter.VAR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
-    new_kwargs = {name: convert(name, v) for name, v in bound.arguments.items()
-                  if bound.signature.parameters[name].kind is inspect.Parameter.KEYWORD_ONLY}
-    for name, p in bound.signature.parameters.items():
-        if p.kind is inspect.Parameter.VAR_KEYWORD and name in bound.arguments:
-            new_kwargs.update(bound.arguments[name])
+    new_args: list[Any] = []
+    new_kwargs: dict[str, Any] = {}
+    for name, value in bound.arguments.items():
+        kind = bound.signature.parameters[name].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            new_args.extend(convert(f"{name}{i}", v) for i, v in enumerate(value))
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            new_kwargs.update({k: convert(k, v) for k, v in value.items()})
+        elif kind is inspect.Parameter.KEYWORD_ONLY:
+            new_kwargs[name] = convert(name, value)
+        else:
+            new_args.append(convert(name, value))
     return new_args, new_kwargs, user_arrays
 
 

@@ -258,20 +258,22 @@ def rms_norm(x: Any, w: Any, axis: Any, n: Any, epsilon: float = 1e-6, *, dtype:
 
 def where(condition: Any, x: Any, y: Any, *, dtype: Any = None, mask: Any = None,
           **_: Any) -> NkiTensor:
-    """``x`` where ``condition`` is non-zero, else ``y``: computed as
-    ``y + condition * (x - y)`` with condition cast to 0/1 (exact for finite values)."""
+    """``x`` where ``condition`` is non-zero, else ``y``.
+
+    Lowered as ``x * c + y * (1 - c)`` with ``c`` the condition as 0/1 on VectorE: exact for
+    finite values (one product is always exactly 0).
+    """
     if not isinstance(condition, NkiTensor):
         raise _tracer.current().fail(KernelError, "nl.where: expected a tile condition, found "
                                      f"{type(condition).__name__}")
+    tiles = [t for t in (x, y) if isinstance(t, NkiTensor)]
     out = dtype if dtype is not None else (
-        promote(x.dtype, y.dtype) if isinstance(x, NkiTensor) and isinstance(y, NkiTensor)
-        else (x.dtype if isinstance(x, NkiTensor) else y.dtype if isinstance(y, NkiTensor)
-              else float32))
-    c = binary("not_equal", condition, 0, float32, mask)
-    diff = binary("subtract", x, y, float32, mask) if isinstance(x, NkiTensor) or isinstance(
-        y, NkiTensor) else nisa.memset(condition.shape, float(x) - float(y), float32)
-    scaled = binary("multiply", c, diff, float32, mask)
-    return binary("add", scaled, y, out, mask)
+        promote(tiles[0].dtype, tiles[-1].dtype) if tiles else float32)
+    take_x = binary("not_equal", condition, 0, float32, mask)
+    take_y = binary("equal", condition, 0, float32, mask)
+    part_x = binary("multiply", take_x, x, float32, mask)
+    part_y = binary("multiply", take_y, y, float32, mask)
+    return binary("add", part_x, part_y, out, mask)
 
 
 def static_cast(x: Any, dtype: Any) -> NkiTensor:
