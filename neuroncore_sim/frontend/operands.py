@@ -97,12 +97,14 @@ def operand(t: Any, what: str, spaces: tuple[MemSpace, ...] = ON_CHIP) -> Access
         names = " or ".join(s.value for s in spaces)
         raise tr.fail(MemorySpaceError,
                       f"{what}: expected a tensor in {names}, found {t.space.value}")
-    problem = t.out_of_bounds()
-    if problem:
-        raise tr.fail(AccessError, f"{what}: out of bounds: {problem}")
-    problem = t.tile_error()
-    if problem:
-        raise tr.fail(AccessError, f"{what}: {problem}")
+    if not t._checked:
+        problem = t.out_of_bounds()
+        if problem:
+            raise tr.fail(AccessError, f"{what}: out of bounds: {problem}")
+        problem = t.tile_error()
+        if problem:
+            raise tr.fail(AccessError, f"{what}: {problem}")
+        t._checked = True
     return t.access()
 
 

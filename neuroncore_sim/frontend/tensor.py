@@ -33,7 +33,7 @@ class NkiTensor:
         dtype: the element dtype.
     """
 
-    __slots__ = ("decl", "shape", "dtype", "base", "coefs", "space")
+    __slots__ = ("decl", "shape", "dtype", "base", "coefs", "space", "_access", "_checked")
 
     def __init__(self, decl: TensorDecl | None, shape: tuple[int, ...], dtype: np.dtype,
                  base: tuple[int, ...], coefs: tuple[tuple[int, ...], ...],
@@ -44,6 +44,8 @@ class NkiTensor:
         self.base = base
         self.coefs = coefs
         self.space = space
+        self._access: Access | None = None  # computed once: views never change
+        self._checked = False  # bounds and layout already validated
 
     @classmethod
     def whole(cls, decl: TensorDecl) -> NkiTensor:
@@ -68,6 +70,7 @@ class NkiTensor:
         """Make this (pending) result refer to ``view``'s region."""
         self.decl, self.base, self.coefs, self.space = view.decl, view.base, view.coefs, view.space
         self.dtype = view.dtype
+        self._access, self._checked = view._access, view._checked
 
     def _resolved(self) -> TensorDecl:
         if self.decl is None:
@@ -93,13 +96,19 @@ class NkiTensor:
 
     def access(self) -> Access:
         """The view as an access pattern (offset plus (stride, size) pairs)."""
+        if self._access is not None:
+            return self._access
         decl = self._resolved()
         strides = decl.strides
-        offset = sum(s * b for s, b in zip(strides, self.base))
-        pattern = tuple(
-            (sum(strides[d] * self.coefs[d][a] for d in range(len(strides))), n)
-            for a, n in enumerate(self.shape))
-        return Access(decl, offset, pattern)
+        offset = 0
+        steps = [0] * len(self.shape)
+        for s, b, row in zip(strides, self.base, self.coefs):
+            offset += s * b
+            for a, c in enumerate(row):
+                if c:
+                    steps[a] += s * c
+        self._access = Access(decl, offset, tuple(zip(steps, self.shape)))
+        return self._access
 
     def out_of_bounds(self) -> str | None:
         """Describe the first declared dim this view indexes out of range, or None."""
