@@ -53,6 +53,8 @@ class DmaEngines:
         self._config = config
         self._free = [(start_ns, e) for e in range(config.dma_engines)]
         self._hbm_free = start_ns
+        # Transfer plans depend only on the operands' layout: cache them per layout.
+        self._plans: dict[tuple[object, ...], tuple[DmaTransfer, ...]] = {}
 
     def issue(self, ins: Instruction, ready_ns: float) -> tuple[float, list[PlacedTransfer]]:
         """Reserve engines for the transfers of ``ins``, ready at ``ready_ns``.
@@ -64,7 +66,13 @@ class DmaEngines:
         earliest = ready_ns + cfg.dma_fixed_latency_ns
         placed = []
         done = earliest
-        for tr in dma_transfers(ins, cfg):
+        src, dst = ins.srcs["src"], ins.out
+        key = (ins.opcode, src.space, dst.space, src.pattern, dst.pattern,
+               src.dtype.itemsize, dst.dtype.itemsize)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = dma_transfers(ins, cfg)
+        for tr in plan:
             free_at, e = heapq.heappop(self._free)
             start = max(earliest, free_at)
             end = start + tr.engine_ns

@@ -70,7 +70,11 @@ def simulate_timing(program: Program, config: NeuronCoreConfig) -> TimingResult:
     t0 = 0.0
     for inst in schedule.instances:
         t0 = _InstanceRun(inst, config, t0, events, ends).run()
-    events.sort(key=lambda e: (e.start_ns, _row_rank(e.engine), e.instr_id, e.end_ns))
+    ranks: dict[str, tuple[int, int, str]] = {}
+    for e in events:
+        if e.engine not in ranks:
+            ranks[e.engine] = _row_rank(e.engine)
+    events.sort(key=lambda e: (e.start_ns, ranks[e.engine], e.instr_id, e.end_ns))
     busy: dict[str, float] = {}
     for e in events:
         busy[e.engine] = busy.get(e.engine, 0.0) + (e.end_ns - e.start_ns)
@@ -86,10 +90,6 @@ def _row_rank(row: str) -> tuple[int, int, str]:
     if is_dma_row(row):
         return (2, int(row[len(DMA_ROW_PREFIX):]), row)
     return (1, 0, row)
-
-
-def _source(ins: Instruction) -> str:
-    return str(ins.loc) if ins.loc is not None else ""
 
 
 def _nbytes(ins: Instruction) -> int:
@@ -111,6 +111,7 @@ class _InstanceRun:
         self.psum_port = simpy.Resource(self.env, capacity=1)
         self.dma = DmaEngines(config, t0)
         self.overhead: dict[int, float] = {}
+        self.sources: dict[object, str] = {}  # SourceLoc -> "file.py:LINE" (str() is slow)
         self.edges = {iid: self._edges(iid) for iid in self.by_id}
 
     # --- setup ------------------------------------------------------------------------------
@@ -186,8 +187,11 @@ class _InstanceRun:
 
     def _record(self, ins: Instruction, engine: str, opcode: str, start: float, end: float,
                 nbytes: int, why: str) -> None:
-        self.events.append(Event(ins.id, engine, opcode, start, end, nbytes, why,
-                                 _source(ins), ins.instance))
+        source = self.sources.get(ins.loc)
+        if source is None:
+            source = self.sources[ins.loc] = str(ins.loc) if ins.loc is not None else ""
+        self.events.append(Event(ins.id, engine, opcode, start, end, nbytes, why, source,
+                                 ins.instance))
 
     # --- engine processes -------------------------------------------------------------------
 
