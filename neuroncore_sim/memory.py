@@ -1,0 +1,127 @@
+"""numpy storage for every tensor of a kernel launch: HBM tensors, SBUF and PSUM tiles.
+
+Each :class:`~neuroncore_sim.ir.TensorDecl` owns one flat 1-D numpy array of ``decl.size``
+elements in the layout ``ir.py`` describes: row-major by partition (the partition axis is the
+row axis; the other dims, in declared order, make up a row). An operand
+(:class:`~neuroncore_sim.ir.Access`) is read and written through a strided *view* of that array,
+so an instruction's output lands in place, exactly where the hardware would put it, and two
+accesses that alias on the hardware alias here too.
+
+New memory is not zero. Float tensors declared without values start as NaN (like the garbage
+of real SBUF/PSUM/HBM, but loud: a kernel that reads memory it never wrote produces NaN instead
+of plausible numbers). Integer and bool tensors start as 0, since integers have no NaN.
+
+tfloat32 tensors are stored as plain float32; values written to them are rounded to tfloat32 by
+:func:`neuroncore_sim.dtypes.cast`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .dtypes import cast, dtype_name, is_float
+from .errors import AccessError, ShapeError, expected
+from .ir import Access, TensorDecl
+
+
+def storage_dtype(dt: np.dtype) -> np.dtype:
+    """The numpy dtype that stores a tensor of NKI dtype ``dt`` (tfloat32 -> float32)."""
+    return np.dtype(np.float32) if dtype_name(dt) == "tfloat32" else np.dtype(dt)
+
+
+def to_layout(decl: TensorDecl, values: np.ndarray) -> np.ndarray:
+    """Flatten values of the declared logical shape into the partition-major storage order."""
+    moved = np.moveaxis(values, decl.partition_axis, 0) if values.ndim else values
+    return moved.reshape(-1)
+
+
+def from_layout(decl: TensorDecl, flat: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`to_layout`: the declared logical shape, as a view when possible."""
+    if not decl.shape:
+        return flat.reshape(())
+    pa = decl.partition_axis
+    others = tuple(n for d, n in enumerate(decl.shape) if d != pa)
+    return np.moveaxis(flat.reshape((decl.shape[pa],) + others), 0, pa)
+
+
+class Memory:
+    """The contents of every declared tensor, keyed by its :class:`TensorDecl` (identity)."""
+
+    __slots__ = ("_arrays",)
+
+    def __init__(self) -> None:
+        self._arrays: dict[TensorDecl, np.ndarray] = {}
+
+    def declare(self, decl: TensorDecl, values: np.ndarray | None = None) -> None:
+        """Allocate storage for ``decl``, filled from ``values`` (declared logical shape) or with
+        NaN (float) / 0 (integer) when ``values`` is None.
+
+        Raises:
+            ShapeError: ``values`` does not have the declared shape.
+        """
+        dt = storage_dtype(decl.dtype)
+        if values is None:
+            fill = np.nan if is_float(decl.dtype) else 0
+            self._arrays[decl] = np.full(decl.size, fill, dtype=dt)
+            return
+        arr = np.asarray(values)
+        if arr.shape != tuple(decl.shape):
+            raise ShapeError(expected(f"initial values of tensor {decl.name!r}",
+                                      f"shape {tuple(decl.shape)}", f"shape {arr.shape}"))
+        flat = to_layout(decl, cast(arr, decl.dtype))
+        # Always own a fresh contiguous buffer: the caller's array must never alias device memory.
+        self._arrays[decl] = np.array(flat, dtype=dt, copy=True)
+
+    def declared(self, decl: TensorDecl) -> bool:
+        """True once ``decl`` has storage."""
+        return decl in self._arrays
+
+    def storage(self, decl: TensorDecl) -> np.ndarray:
+        """The flat storage array of ``decl`` (a live reference, not a copy).
+
+        Raises:
+            AccessError: ``decl`` was never declared.
+        """
+        try:
+            return self._arrays[decl]
+        except KeyError:
+            raise AccessError(expected(f"tensor {decl.name!r}", "a declared tensor",
+                                       "a tensor this executor never allocated")) from None
+
+    def view(self, access: Access) -> np.ndarray:
+        """A writable strided view of the elements ``access`` selects, of shape ``access.shape``.
+
+        Raises:
+            AccessError: the tensor is undeclared, or some element lies outside the tensor.
+        """
+        st = self._arrays.get(access.tensor)
+        if st is None:
+            st = self.storage(access.tensor)  # raises the descriptive AccessError
+        isz = st.itemsize
+        pattern = access.pattern
+        try:
+            # np.ndarray(buffer=...) makes the view ~7x faster than as_strided and checks itself
+            # that every addressed byte lies inside the buffer (negative strides included), so an
+            # out-of-bounds view can never be created; we only replace numpy's message.
+            return np.ndarray([n for _, n in pattern], st.dtype, st, access.offset * isz,
+                              [s * isz for s, _ in pattern])
+        except (ValueError, TypeError):
+            raise AccessError(self._out_of_bounds(access, st.size)) from None
+
+    def logical(self, decl: TensorDecl) -> np.ndarray:
+        """A copy of the tensor in its declared logical shape."""
+        return np.array(from_layout(decl, self.storage(decl)), copy=True)
+
+    @staticmethod
+    def _out_of_bounds(access: Access, size: int) -> str:
+        """Message for an access that leaves its tensor."""
+        lo = hi = access.offset
+        for s, n in access.pattern:
+            if n < 0:
+                return expected(f"access pattern into {access.tensor.name!r}",
+                                "dim sizes >= 0", list(access.pattern))
+            ext = s * (n - 1)
+            lo, hi = (lo + ext, hi) if ext < 0 else (lo, hi + ext)
+        return expected(f"access into tensor {access.tensor.name!r} "
+                        f"(offset {access.offset}, pattern {list(access.pattern)})",
+                        f"element offsets in [0, {size})", f"offsets {lo}..{hi}")
