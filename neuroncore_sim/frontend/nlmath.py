@@ -230,11 +230,11 @@ def softmax(x: Any, axis: Any = -1, *, dtype: Any = None, compute_dtype: Any = N
         raise tr.fail(UnsupportedError, "nl.softmax: expected a 2-D tile reduced along axis 1 "
                       f"(the free axis), found {getattr(x, 'shape', x)} axis {axis}")
     m = nisa.tensor_reduce("maximum", x, 1, keepdims=True, dtype=float32, mask=mask)
-    neg_m = nisa.tensor_scalar(m, "multiply", -1.0, dtype=float32)
+    neg_m = nisa.tensor_scalar(m, "multiply", -1.0, dtype=float32, mask=mask)
     total = _partition_column(tr, x.shape[0])
     e = nisa.activation("exp", x, bias=neg_m, reduce_res=total, reduce_cmd="reset_reduce",
                         dtype=float32, mask=mask)
-    inv = nisa.reciprocal(total, dtype=float32)
+    inv = nisa.reciprocal(total, dtype=float32, mask=mask)
     return nisa.tensor_scalar(e, "multiply", inv, dtype=dtype if dtype is not None else x.dtype,
                               mask=mask)
 
@@ -250,8 +250,8 @@ def rms_norm(x: Any, w: Any, axis: Any, n: Any, epsilon: float = 1e-6, *, dtype:
     nisa.activation("square", x, reduce_res=ss, reduce_cmd="reset_reduce", dtype=float32,
                     mask=mask)
     ms = nisa.tensor_scalar(ss, "multiply", 1.0 / float(n), op1="add", operand1=float(epsilon),
-                            dtype=float32)
-    inv = nisa.activation("rsqrt", ms, dtype=float32)
+                            dtype=float32, mask=mask)
+    inv = nisa.activation("rsqrt", ms, dtype=float32, mask=mask)
     y = nisa.tensor_scalar(x, "multiply", inv, dtype=float32, mask=mask)
     return binary("multiply", y, w, dtype if dtype is not None else x.dtype, mask)
 
