@@ -210,14 +210,12 @@ class _InstanceRun:
         for iid in ids:
             ins = self.by_id[iid]
             why = yield from self._wait(self.edges[iid])
-            held = []
-            for port, name in self._ports(ins):
-                asked = env.now
-                req = port.request()
-                yield req
-                held.append((port, req))
-                if env.now > asked:
-                    why = name
+            # Ask for every port at once (queued in program order at this instant).
+            held = [(port, port.request(), name) for port, name in self._ports(ins)]
+            busy_ports = [name for _, req, name in held if not req.triggered]
+            if busy_ports:
+                yield env.all_of([req for _, req, _ in held])
+                why = busy_ports[0]
             dur = cycles_to_ns(engine, instruction_cycles(ins, self.cfg), self.cfg)
             dur += self.overhead.get(iid, 0.0)
             start = env.now
@@ -225,7 +223,7 @@ class _InstanceRun:
             self._record(ins, engine.value, ins.opcode.value, start, start + dur,
                          _nbytes(ins), why)
             yield env.timeout(dur)
-            for port, req in held:
+            for port, req, _ in held:
                 port.release(req)
 
     def _tensor(self, ids: tuple[int, ...]) -> Generator:
