@@ -14,6 +14,7 @@ TOML files override fields by the same names::
 from __future__ import annotations
 
 import dataclasses
+import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,14 +95,20 @@ class NeuronCoreConfig:
     partition_reduce_cycles_per_element: float
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigError(f"config field 'name' must be a non-empty string, found {self.name!r}")
         for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
             if f.name == "name":
                 continue
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+            value = getattr(self, f.name)
+            if f.type == "int":  # counts, sizes and cycle numbers are whole numbers
+                if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                    raise ConfigError(
+                        f"config field {f.name!r} must be a positive integer, found {value!r}")
+            elif (not isinstance(value, (int, float)) or isinstance(value, bool)
+                  or not math.isfinite(value) or value <= 0):
                 raise ConfigError(
-                    f"config field {f.name!r} must be a positive number, found {value!r}"
-                )
+                    f"config field {f.name!r} must be a positive finite number, found {value!r}")
         if self.sbuf_reserved_bytes_per_partition >= self.sbuf_bytes_per_partition:
             raise ConfigError("sbuf_reserved_bytes_per_partition must be below the SBUF size")
         if self.psum_bytes_per_partition % self.psum_num_banks:
@@ -213,7 +220,7 @@ def load_config(spec: str | Path | NeuronCoreConfig | None = None) -> NeuronCore
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise ConfigError(f"config: cannot read {path}: {e}") from e
     base_name = data.pop("base", "trn1")
-    if base_name not in PRESETS:
+    if not isinstance(base_name, str) or base_name not in PRESETS:
         raise ConfigError(f"config {path}: base must be one of {list(PRESETS)}, found {base_name!r}")
     names = {f.name for f in dataclasses.fields(NeuronCoreConfig)}
     unknown = sorted(set(data) - names)

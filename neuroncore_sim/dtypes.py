@@ -45,8 +45,7 @@ BY_NAME: dict[str, np.dtype] = {
     "uint32": uint32,
     "bool": bool_,
 }
-_ALIASES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "bool_": "bool",
-            "float8_e4m3fn": "float8_e4m3"}
+_ALIASES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "bool_": "bool"}
 
 FLOAT_NAMES = frozenset({"float32", "float16", "bfloat16", "tfloat32", "float8_e4m3", "float8_e5m2"})
 _FLOAT_RANK = {"float8_e4m3": 0, "float8_e5m2": 0, "bfloat16": 1, "float16": 1, "tfloat32": 2,
@@ -70,7 +69,9 @@ def to_dtype(value: object, what: str = "dtype") -> np.dtype:
             no 64-bit types).
     """
     if isinstance(value, np.dtype) and value.metadata:
-        return value
+        if dtype_name(value) == "tfloat32":
+            return tfloat32
+        value = np.dtype(value.type)  # other metadata carries no meaning here: drop it
     if isinstance(value, str):
         name = _ALIASES.get(value, value)
         if name in BY_NAME:

@@ -14,7 +14,7 @@ the declared dims in that layout.
 
 Operand roles. ``Instruction.srcs`` and ``Instruction.dsts`` are dicts from role names to
 accesses. The roles and ``attrs`` of each opcode are listed in :data:`OPCODE_DOC`; operators in
-attrs are NKI names such as "add", "exp" or "max" (see ``nki/ops.py``).
+attrs are NKI names such as "add", "exp" or "maximum" (see ``neuroncore_sim/ops.py``).
 """
 
 from __future__ import annotations
@@ -341,6 +341,10 @@ class Predicate:
     op: str
     expr: Affine | None = None
     parts: tuple[Predicate, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.op not in _CMP and self.op not in ("and", "or", "not"):
+            raise ValueError(f"Predicate op must be a comparison or and/or/not, found {self.op!r}")
 
     def evaluate(self, shape: tuple[int, ...]) -> np.ndarray:
         """Boolean array of ``shape``: where the predicate holds."""

@@ -53,6 +53,5 @@ ACTIVATIONS: dict[str, tuple[float, float] | None] = {
 ALIASES = {
     "max": "maximum", "min": "minimum", "sum": "add", "prod": "multiply", "amax": "maximum",
     "amin": "minimum", "true_divide": "divide", "remainder": "mod", "bypass": "copy",
-    "arctan2": "arctan", "absolute": "abs", "logical_not": "logical_not",
-    "invert": "invert", "bitwise_not": "invert",
+    "absolute": "abs",
 }

@@ -160,21 +160,17 @@ def test_inconsistent_memories_are_rejected() -> None:
         dataclasses.replace(cfg.TRN1, psum_num_banks=3)
 
 
-@pytest.mark.xfail(strict=True, reason="config.py: NaN and inf pass the `value <= 0` check")
 @pytest.mark.parametrize("value", [math.nan, math.inf])
 def test_non_finite_values_are_rejected(value: float) -> None:
     with pytest.raises(ConfigError):
         dataclasses.replace(cfg.TRN1, hbm_bytes_per_ns=value)
 
 
-@pytest.mark.xfail(strict=True, reason="config.py: count fields accept fractional floats")
 def test_count_fields_must_be_integers() -> None:
     with pytest.raises(ConfigError, match="dma_engines"):
         dataclasses.replace(cfg.TRN1, dma_engines=16.5)
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError,
-                   reason="config.py: a non-string TOML base raises TypeError, not ConfigError")
 def test_non_string_base_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError):
         cfg.load_config(_toml(tmp_path, 'base = ["trn1"]\n'))
