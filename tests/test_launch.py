@@ -1,0 +1,77 @@
+"""nki.benchmark / nki.profile on the simulator, and timing independent of values."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import neuroncore_sim as ncs
+import neuroncore_sim.nki.language as nl
+import neuroncore_sim.nki.typing as nt
+from neuroncore_sim import nki
+from neuroncore_sim.errors import SimulatorError
+
+
+def add(a, b):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(a.shape[0] // 128):
+        rows = slice(i * 128, (i + 1) * 128)
+        nl.store(out[rows], value=nl.load(a[rows]) + nl.exp(nl.load(b[rows])))
+    return out
+
+
+def test_benchmark_reports_the_timing_only_estimate_in_microseconds():
+    bench = nki.benchmark(warmup=2, iters=5)(add)
+    spec = nt.tensor[[512, 256], nl.float32]
+    assert bench(spec, spec) is None
+    p50 = bench.benchmark_result.nc_latency.get_latency_percentile(50)
+    expected = ncs.simulate(add, spec, spec, functional=False).latency_ns / 1000
+    assert p50 == pytest.approx(expected) and p50 > 0
+    assert bench.benchmark_result.nc_latency.get_latency_percentile(99) == p50
+    with pytest.raises(SimulatorError, match="expected one of"):
+        bench.benchmark_result.nc_latency.get_latency_percentile(42)
+
+
+def test_benchmark_does_not_depend_on_input_values():
+    bench = nki.benchmark(add)
+    a = np.random.default_rng(0).random((512, 256), dtype=np.float32)
+    bench(a, a)
+    with_values = bench.benchmark_result.nc_latency.get_latency_percentile(50)
+    bench(nt.tensor[[512, 256], nl.float32], nt.tensor[[512, 256], nl.float32])
+    assert bench.benchmark_result.nc_latency.get_latency_percentile(50) == with_values
+
+
+def test_timing_only_run_gives_the_same_events_as_a_full_run():
+    a = np.random.default_rng(1).random((384, 128), dtype=np.float32)
+    full = ncs.simulate(add, a, a)
+    timing_only = ncs.simulate(add, a, a, functional=False)
+    assert full.latency_ns == timing_only.latency_ns
+    assert full.events.equals(timing_only.events)
+    assert timing_only.outputs == (None,)
+
+
+def test_profile_writes_summary_and_events(tmp_path):
+    prof = nki.profile(working_directory=str(tmp_path))(add)
+    a = np.ones((128, 64), np.float32)
+    out = prof(a, a)
+    np.testing.assert_allclose(out, 1 + np.e, rtol=1e-6)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["latency_ns"] > 0
+    assert (tmp_path / "events.csv").read_text().startswith("instr_id")
+
+
+def test_record_launches_times_every_jit_call():
+    kernel = nki.jit(add)
+    a = np.ones((128, 64), np.float32)
+    with ncs.record_launches() as launches:
+        kernel(a, a)
+        kernel[1](a, a)
+    assert len(launches) == 2 and all(r.latency_ns > 0 for r in launches)
+
+
+def test_same_launch_is_deterministic():
+    a = np.random.default_rng(2).random((256, 512), dtype=np.float32)
+    one, two = ncs.simulate(add, a, a), ncs.simulate(add, a, a)
+    assert one.events.equals(two.events)
