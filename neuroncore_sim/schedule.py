@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from .config import NeuronCoreConfig
 from .errors import CapacityError
-from .ir import Engine, Instruction, MemSpace, Opcode, Program, TensorDecl
+from .ir import Access, Engine, Instruction, MemSpace, Opcode, Program, TensorDecl
 
 RAW, WAW, WAR = 0, 1, 2
 #: Edge kind names, indexed by the kind code.
@@ -239,34 +239,37 @@ def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
              first_use: dict[int, list[int]]
              ) -> tuple[dict[int, tuple[tuple[int, int], ...]], dict[int, tuple[int, ...]],
                         list[int]]:
-    # Live accesses per tensor id: lists of (row_lo, row_hi, col_lo, col_hi, instr id).
-    writes: dict[int, list[tuple[int, int, int, int, int]]] = {}
-    reads: dict[int, list[tuple[int, int, int, int, int]]] = {}
+    # Live accesses per (tensor id, row bucket): lists of (row_lo, row_hi, col_lo, col_hi, id).
+    writes: dict[tuple[int, int], list[tuple[int, int, int, int, int]]] = {}
+    reads: dict[tuple[int, int], list[tuple[int, int, int, int, int]]] = {}
+    n_buckets: dict[int, int] = {}
     version: dict[int, int] = {}
     queue_of: dict[int, str] = {}
     deps: dict[int, tuple[tuple[int, int], ...]] = {}
     ls_deps: dict[int, tuple[int, ...]] = {}
     ls_skip: list[int] = []
     last_stationary: tuple[object, ...] | None = None
+    live = _LiveAccesses(writes, reads, n_buckets)
     for i, ins in enumerate(instrs):
         me, q = ins.id, queue_name(ins)
         queue_of[me] = q
         found: dict[int, int] = {}
         for tid in first_use.get(i, ()):  # the tile's slot was used by an earlier tile
             old = prev_occupant[tid]
-            for *_, j in writes.pop(old, ()):
-                found[j] = min(found.get(j, WAW), WAW)
-            for *_, j in reads.pop(old, ()):
-                found[j] = min(found.get(j, WAR), WAR)
+            for b in range(n_buckets.get(old, 0)):
+                for *_, j in writes.pop((old, b), ()):
+                    found[j] = min(found.get(j, WAW), WAW)
+                for *_, j in reads.pop((old, b), ()):
+                    found[j] = min(found.get(j, WAR), WAR)
         stationary: list[int] = []
         for role, a in ins.srcs.items():
-            hits = _read(a, me, writes, reads, found)
+            hits = live.read(a, me, found)
             if role == "stationary" and ins.opcode is Opcode.NC_MATMUL:
                 stationary = hits
         if ins.opcode is Opcode.NC_MATMUL and ins.attrs.get("accumulate"):
-            _read(ins.out, me, writes, reads, found)
+            live.read(ins.out, me, found)
         for a in ins.dsts.values():
-            _write(a, me, writes, reads, found)
+            live.write(a, me, found)
             version[a.tensor.id] = version.get(a.tensor.id, 0) + 1
         if q != DMA_QUEUE:  # same in-order engine: only RAW needs an edge
             found = {j: k for j, k in found.items() if k == RAW or queue_of[j] != q}
@@ -284,35 +287,60 @@ def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
     return deps, ls_deps, ls_skip
 
 
-def _read(a, me: int, writes: dict, reads: dict, found: dict[int, int]) -> list[int]:
-    """Record a read; RAW edges from the overlapping live writes. Returns their producers."""
-    tid = a.tensor.id
-    r_lo, r_hi, c_lo, c_hi = a.row_lo, a.row_hi, a.col_lo, a.col_hi
-    hits = []
-    for w_rlo, w_rhi, w_clo, w_chi, j in writes.get(tid, ()):
-        if w_rlo < r_hi and r_lo < w_rhi and w_clo < c_hi and c_lo < w_chi and j != me:
-            found[j] = RAW
-            hits.append(j)
-    reads.setdefault(tid, []).append((r_lo, r_hi, c_lo, c_hi, me))
-    return hits
+#: Tensors with more rows than this index their live accesses by blocks of BUCKET_ROWS rows
+#: (an HBM output written tile by tile would otherwise be scanned whole at every write).
+_BUCKET_ABOVE_ROWS = 512
+_BUCKET_ROWS = 128
 
 
-def _write(a, me: int, writes: dict, reads: dict, found: dict[int, int]) -> None:
-    """Record a write; WAW/WAR edges from the overlapping live accesses, then drop the live
-    accesses it covers."""
-    tid = a.tensor.id
-    r_lo, r_hi, c_lo, c_hi = a.row_lo, a.row_hi, a.col_lo, a.col_hi
-    for kind, table in ((WAW, writes), (WAR, reads)):
-        live = table.get(tid)
-        if not live:
-            continue
-        keep = []
-        for entry in live:
-            e_rlo, e_rhi, e_clo, e_chi, j = entry
-            if j != me and e_rlo < r_hi and r_lo < e_rhi and e_clo < c_hi and c_lo < e_chi:
-                if j not in found or found[j] > kind:
-                    found[j] = kind
-            if not (r_lo <= e_rlo and e_rhi <= r_hi and c_lo <= e_clo and e_chi <= c_hi):
-                keep.append(entry)
-        table[tid] = keep
-    writes.setdefault(tid, []).append((r_lo, r_hi, c_lo, c_hi, me))
+class _LiveAccesses:
+    """The live reads and writes of every tensor, indexed by (tensor id, row bucket)."""
+
+    def __init__(self, writes: dict, reads: dict, n_buckets: dict[int, int]) -> None:
+        self.writes, self.reads, self.n_buckets = writes, reads, n_buckets
+
+    def _buckets(self, a: Access) -> range:
+        t = a.tensor
+        size = _BUCKET_ROWS if t.rows > _BUCKET_ABOVE_ROWS else max(1, t.rows)
+        if t.id not in self.n_buckets:
+            self.n_buckets[t.id] = -(-max(1, t.rows) // size)
+        return range(a.row_lo // size, (a.row_hi - 1) // size + 1)
+
+    def read(self, a: Access, me: int, found: dict[int, int]) -> list[int]:
+        """Record a read; RAW edges from the overlapping live writes. Returns their
+        producers."""
+        tid = a.tensor.id
+        r_lo, r_hi, c_lo, c_hi = a.row_lo, a.row_hi, a.col_lo, a.col_hi
+        hits = []
+        entry = (r_lo, r_hi, c_lo, c_hi, me)
+        for b in self._buckets(a):
+            for w_rlo, w_rhi, w_clo, w_chi, j in self.writes.get((tid, b), ()):
+                if w_rlo < r_hi and r_lo < w_rhi and w_clo < c_hi and c_lo < w_chi and j != me:
+                    found[j] = RAW
+                    hits.append(j)
+            self.reads.setdefault((tid, b), []).append(entry)
+        return hits
+
+    def write(self, a: Access, me: int, found: dict[int, int]) -> None:
+        """Record a write; WAW/WAR edges from the overlapping live accesses, then drop the
+        live accesses it covers."""
+        tid = a.tensor.id
+        r_lo, r_hi, c_lo, c_hi = a.row_lo, a.row_hi, a.col_lo, a.col_hi
+        entry = (r_lo, r_hi, c_lo, c_hi, me)
+        for b in self._buckets(a):
+            key = (tid, b)
+            for kind, table in ((WAW, self.writes), (WAR, self.reads)):
+                live = table.get(key)
+                if not live:
+                    continue
+                keep = []
+                for old in live:
+                    e_rlo, e_rhi, e_clo, e_chi, j = old
+                    if (j != me and e_rlo < r_hi and r_lo < e_rhi and e_clo < c_hi
+                            and c_lo < e_chi and (j not in found or found[j] > kind)):
+                        found[j] = kind
+                    if not (r_lo <= e_rlo and e_rhi <= r_hi and c_lo <= e_clo
+                            and e_chi <= c_hi):
+                        keep.append(old)
+                table[key] = keep
+            self.writes.setdefault(key, []).append(entry)
