@@ -19,7 +19,7 @@ from .dtypes import cast, dtype_name
 from .errors import KernelError, ShapeError, SimulatorError, UnsupportedError, expected
 from .ir import Access, Engine, Instruction, Opcode, TensorDecl
 from .memory import Memory
-from .semantics import SEMANTICS, Out, accumulate, canon, matmul, reduce_cmd_name
+from .semantics import SEMANTICS, Out, accumulate, canon, matmul
 
 #: Values of ``reduce_cmd`` (nki.isa.reduce_cmd) the activation accumulators support.
 REDUCE_CMDS = frozenset({"idle", "reset", "reduce", "reset_reduce"})
@@ -29,6 +29,11 @@ _ACTIVATIONS = frozenset({Opcode.ACTIVATION, Opcode.ACTIVATION_REDUCE})
 #: Bytes of float32 operand conversions kept for reuse (a 2048^3 bf16 GEMM re-reads ~20 MiB).
 F32_CACHE_BYTES = 32 * 1024 * 1024
 _F32 = np.dtype(np.float32)
+
+
+def reduce_cmd_name(value: object) -> str:
+    """Normalise a reduce_cmd attr (a ``nki.isa.reduce_cmd`` member or its name) to its name."""
+    return str(getattr(value, "name", value))
 
 
 class Executor:
@@ -192,8 +197,8 @@ class Executor:
         s, m = self._as_f32(ins.srcs["stationary"]), self._as_f32(ins.srcs["moving"])
         shape = (s.size // max(s.shape[0], 1), m.size // max(m.shape[0], 1))
         dst = self.memory.view(acc)
-        if s.shape[0] != m.shape[0] or dst.size != shape[0] * shape[1]:
-            return False
+        if dst.size != shape[0] * shape[1]:
+            return False  # the general path reports the shape mismatch
         buf = self._scratch.get(shape)
         if buf is None:
             buf = self._scratch[shape] = np.empty(shape, _F32)

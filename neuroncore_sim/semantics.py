@@ -24,9 +24,10 @@ from typing import Callable, Mapping, NamedTuple
 
 import numpy as np
 
+from .dtypes import cast
 from .errors import DTypeError, KernelError, ShapeError, UnsupportedError, expected
 from .ir import Engine, Opcode
-from .ops import ALIASES
+from .ops import ALIASES, REDUCE_OPS
 
 F32 = np.float32
 
@@ -95,25 +96,18 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return F32(1.0) / (F32(1.0) + np.exp(-x))
 
 
-def _silu_dx(x: np.ndarray) -> np.ndarray:
-    s = _sigmoid(x)
-    return s * (F32(1.0) + x * (F32(1.0) - s))
-
-
-def _gelu_dx(x: np.ndarray) -> np.ndarray:
-    return F32(0.5) * (F32(1.0) + erf(x * _SQRT1_2)) + x * np.exp(F32(-0.5) * x * x) * _INV_SQRT_2PI
-
-
 #: Activation name -> float32 function (names of ``ops.ACTIVATIONS``).
 ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "copy": lambda x: x, "identity": lambda x: x, "square": np.square,
     "sigmoid": _sigmoid, "relu": lambda x: np.maximum(x, F32(0.0)),
     "gelu": lambda x: F32(0.5) * x * (F32(1.0) + erf(x * _SQRT1_2)),
-    "gelu_dx": _gelu_dx,
+    "gelu_dx": lambda x: F32(0.5) * (F32(1.0) + erf(x * _SQRT1_2))
+    + x * np.exp(F32(-0.5) * x * x) * _INV_SQRT_2PI,
     "gelu_apprx_tanh": lambda x: F32(0.5) * x * (
         F32(1.0) + np.tanh(_SQRT_2_OVER_PI * (x + _GELU_TANH_CUBIC * x * x * x))),
     "gelu_apprx_sigmoid": lambda x: x * _sigmoid(_GELU_SIGMOID_SCALE * x),
-    "silu": lambda x: x * _sigmoid(x), "silu_dx": _silu_dx,
+    "silu": lambda x: x * _sigmoid(x),
+    "silu_dx": lambda x: _sigmoid(x) * (F32(1.0) + x * (F32(1.0) - _sigmoid(x))),
     "tanh": np.tanh, "softplus": lambda x: np.logaddexp(F32(0.0), x),
     "mish": lambda x: x * np.tanh(np.logaddexp(F32(0.0), x)),
     "erf": erf, "erf_dx": lambda x: F32(_TWO_OVER_SQRT_PI) * np.exp(-x * x),
@@ -126,27 +120,23 @@ ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 
 # --- ALU operators (VectorE / GpSimd) ---------------------------------------------------------
 
-def _bool(fn: Callable) -> Callable:
-    """A predicate ufunc as an ALU op: 1.0 where true, 0.0 elsewhere."""
+def _predicate(fn: np.ufunc, logical: bool) -> Callable:
+    """A comparison (or, with ``logical``, a logical op on a != 0) giving 1.0 / 0.0."""
+    if logical:
+        return lambda a, b: fn(a != 0, b != 0).astype(F32)
     return lambda a, b: fn(a, b).astype(F32)
 
 
-def _logical(fn: Callable) -> Callable:
-    return lambda a, b: fn(a != 0, b != 0).astype(F32)
-
-
-#: Arithmetic binary operators, float32 in and out.
+#: Arithmetic binary operators, float32 in and out; predicates give 1.0 / 0.0.
 ARITH: dict[str, Callable] = {
     "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
     "maximum": np.maximum, "minimum": np.minimum, "power": np.power,
     "mod": np.mod,  # result takes the divisor's sign (numpy / Python remainder)
     "fmod": np.fmod,  # result takes the dividend's sign (C fmod)
     "abs_max": lambda a, b: np.maximum(np.abs(a), np.abs(b)),
-    "equal": _bool(np.equal), "not_equal": _bool(np.not_equal), "greater": _bool(np.greater),
-    "greater_equal": _bool(np.greater_equal), "less": _bool(np.less),
-    "less_equal": _bool(np.less_equal), "logical_and": _logical(np.logical_and),
-    "logical_or": _logical(np.logical_or), "logical_xor": _logical(np.logical_xor),
-}
+} | {name: _predicate(getattr(np, name), name.startswith("logical_")) for name in (
+    "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "logical_and",
+    "logical_or", "logical_xor")}
 #: Unary ALU operators: the scalar operand is ignored (NKI requires it to be None or 0).
 UNARY_ALU: dict[str, Callable] = {
     "rsqrt": ACTIVATIONS["rsqrt"], "reciprocal": ACTIVATIONS["reciprocal"], "abs": np.abs,
@@ -166,13 +156,8 @@ BITVEC: dict[str, Callable] = {
     "left_shift": np.left_shift, "right_shift": _shift_right,
 }
 
-#: Reduction operators -> the ufunc whose ``reduce`` implements them.
-REDUCE: dict[str, np.ufunc] = {
-    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "maximum": np.maximum,
-    "minimum": np.minimum, "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or,
-    "bitwise_xor": np.bitwise_xor, "logical_and": np.logical_and, "logical_or": np.logical_or,
-    "logical_xor": np.logical_xor,
-}
+#: Reduction operators -> the ufunc whose ``reduce`` implements them (same names as numpy).
+REDUCE: dict[str, np.ufunc] = {name: getattr(np, name) for name in REDUCE_OPS}
 
 
 def bits(x: object, dt: np.dtype) -> np.ndarray:
@@ -226,16 +211,8 @@ def reduce_last(op: object, x: np.ndarray, out: np.dtype) -> np.ndarray:
     return REDUCE[name].reduce(f32(x), axis=-1)
 
 
-def reduce_cmd_name(value: object) -> str:
-    """Normalise a reduce_cmd attr (a ``nki.isa.reduce_cmd`` member or its name) to its name."""
-    return str(getattr(value, "name", value))
-
-
 def accumulate(old: np.ndarray, new: np.ndarray) -> np.ndarray:
-    """``old + new`` for read-modify-write destinations (PSUM accumulation, DMA add).
-
-    Floats add in float32 (PSUM accumulates in fp32); integers add exactly.
-    """
+    """``old + new`` of a read-modify-write destination (PSUM, DMA add): float32, exact ints."""
     if old.dtype.kind in "iub" and new.dtype.kind in "iub":
         return old.astype(np.int64) + new.astype(np.int64)
     return f32(old) + f32(new)
@@ -251,12 +228,6 @@ def _col(x: np.ndarray, ndim: int) -> np.ndarray:
     return x.reshape((x.shape[0],) + (1,) * (ndim - 1))
 
 
-def _operand(srcs: Arrays, attrs: Mapping[str, object], role: str, ndim: int) -> object:
-    """A scalar-or-vector operand: the [P, 1] tile ``role`` if given, else ``attrs[role]``."""
-    tile = srcs.get(role)
-    return _col(tile, ndim) if tile is not None else attrs.get(role)
-
-
 def _same_or_f32(x: np.ndarray, dt: np.dtype) -> np.ndarray:
     """``x`` untouched when already of dtype ``dt`` (bit-exact copy), else as float32."""
     return x if x.dtype == dt else f32(x)
@@ -264,18 +235,17 @@ def _same_or_f32(x: np.ndarray, dt: np.dtype) -> np.ndarray:
 
 # --- one function per opcode -----------------------------------------------------------------
 
-def nc_matmul(srcs: Arrays, attrs: Mapping, outs: Outs, engine: Engine) -> dict:
-    """out[M, N] = stationary[K, M].T @ moving[K, N], float32 inputs and accumulation."""
-    s, m = srcs["stationary"], srcs["moving"]
-    if s.shape[0] != m.shape[0]:
-        raise ShapeError(expected("nc_matmul contraction (partition) sizes",
-                                  "stationary and moving equal", f"{s.shape[0]} and {m.shape[0]}"))
-    return {"out": matmul(s, m)}
-
-
 def matmul(stationary: np.ndarray, moving: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``stationary[K, M...].T @ moving[K, N...]`` in float32 (into ``out`` when given)."""
+    if stationary.shape[0] != moving.shape[0]:
+        raise ShapeError(expected("nc_matmul contraction (partition) sizes", "equal",
+                                  f"{stationary.shape[0]} and {moving.shape[0]}"))
     return np.matmul(_rows(f32(stationary)).T, _rows(f32(moving)), out=out)
+
+
+def nc_matmul(srcs: Arrays, attrs: Mapping, outs: Outs, engine: Engine) -> dict:
+    """out[M, N] = stationary[K, M].T @ moving[K, N], float32 inputs and accumulation."""
+    return {"out": matmul(srcs["stationary"], srcs["moving"])}
 
 
 def nc_transpose(srcs: Arrays, attrs: Mapping, outs: Outs, engine: Engine) -> dict:
@@ -295,9 +265,12 @@ def nc_transpose(srcs: Arrays, attrs: Mapping, outs: Outs, engine: Engine) -> di
 def activation(srcs: Arrays, attrs: Mapping, outs: Outs, engine: Engine) -> dict:
     """out = op(data * scale + bias); reduce_res = row sums of out (before any register logic)."""
     x = f32(srcs["data"])
-    scale, bias = _operand(srcs, attrs, "scale", x.ndim), _operand(srcs, attrs, "bias", x.ndim)
-    if scale is not None and not (np.ndim(scale) == 0 and float(scale) == 1.0):  # type: ignore
+    scale = srcs.get("scale")
+    scale = attrs.get("scale") if scale is None else _col(scale, x.ndim)
+    if scale is not None and not (np.ndim(scale) == 0 and scale == 1.0):  # 1.0: skip a pass
         x = x * f32(scale)
+    bias = srcs.get("bias")
+    bias = attrs.get("bias") if bias is None else _col(bias, x.ndim)  # NC-v3: scalars too
     if bias is not None:
         x = x + f32(bias)
     name = canon(attrs["op"])
@@ -311,8 +284,8 @@ def activation(srcs: Arrays, attrs: Mapping, outs: Outs, engine: Engine) -> dict
     if reduce_op is not None and canon(reduce_op) != "add":
         raise UnsupportedError(expected("activation reduce_op on NeuronCore-v2", "'add'",
                                         repr(reduce_op)))
-    if ("reduce_res" in outs or reduce_op is not None
-            or reduce_cmd_name(attrs.get("reduce_cmd")) in ("reduce", "reset_reduce")):
+    if "reduce_res" in outs or reduce_op is not None or attrs.get("reduce_cmd") not in (
+            None, "idle"):
         result["reduce_res"] = np.add.reduce(_rows(y), axis=1, keepdims=True)
     return result
 
@@ -327,30 +300,30 @@ def tensor_tensor(srcs: Arrays, attrs: Mapping, outs: Outs, engine: Engine) -> d
     return {"out": alu(op, False, dt)(a, b)}
 
 
+def _stage(srcs: Arrays, attrs: Mapping, n: int, x: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """``x opN operandN`` (operands swapped by reverseN), the stages of the tensor_scalar family."""
+    operand = srcs.get(f"operand{n}")
+    operand = attrs.get(f"operand{n}") if operand is None else (
+        operand if operand.shape == x.shape else _col(operand, x.ndim))
+    return alu(attrs[f"op{n}"], bool(attrs.get(f"reverse{n}")), dt)(x, operand)
+
+
 def tensor_scalar(srcs: Arrays, attrs: Mapping, outs: Outs, engine: Engine) -> dict:
     """out = (data op0 operand0) op1 operand1, with reverse0/1 swapping operands."""
-    data, dt = srcs["data"], outs["out"].dtype
-    res = alu(attrs["op0"], bool(attrs.get("reverse0")), dt)(
-        data, _operand(srcs, attrs, "operand0", data.ndim))
-    if attrs.get("op1") is not None:
-        res = alu(attrs["op1"], bool(attrs.get("reverse1")), dt)(
-            res, _operand(srcs, attrs, "operand1", data.ndim))
-    return {"out": res}
+    dt = outs["out"].dtype
+    res = _stage(srcs, attrs, 0, srcs["data"], dt)
+    return {"out": res if attrs.get("op1") is None else _stage(srcs, attrs, 1, res, dt)}
 
 
 def scalar_tensor_tensor(srcs: Arrays, attrs: Mapping, outs: Outs, engine: Engine) -> dict:
     """out = (data op0 operand0) op1 operand1, operand1 a full tile."""
-    data, dt = srcs["data"], outs["out"].dtype
-    tmp = alu(attrs["op0"], bool(attrs.get("reverse0")), dt)(
-        data, _operand(srcs, attrs, "operand0", data.ndim))
-    return {"out": alu(attrs["op1"], bool(attrs.get("reverse1")), dt)(tmp, srcs["operand1"])}
+    dt = outs["out"].dtype
+    return {"out": _stage(srcs, attrs, 1, _stage(srcs, attrs, 0, srcs["data"], dt), dt)}
 
 
 def tensor_scalar_reduce(srcs: Arrays, attrs: Mapping, outs: Outs, engine: Engine) -> dict:
     """out = data op0 operand0; reduce_res = reduce_op over the free axes of out."""
-    data, dt = srcs["data"], outs["out"].dtype
-    res = alu(attrs["op0"], bool(attrs.get("reverse0")), dt)(
-        data, _operand(srcs, attrs, "operand0", data.ndim))
+    res = _stage(srcs, attrs, 0, srcs["data"], outs["out"].dtype)
     red = reduce_last(attrs["reduce_op"], _rows(res), outs["reduce_res"].dtype)
     return {"out": res, "reduce_res": red[:, None]}
 
@@ -416,10 +389,13 @@ def iota(srcs: Arrays, attrs: Mapping, outs: Outs, engine: Engine) -> dict:
 
 
 def affine_select(srcs: Arrays, attrs: Mapping, outs: Outs, engine: Engine) -> dict:
-    """out = pred ? on_true : on_false_value."""
-    on_true = srcs["on_true"]
+    """out = pred ? on_true : on_false_value (on_true exact when its dtype is out's)."""
+    on_true, dt = srcs["on_true"], outs["out"].dtype
     keep = attrs["pred"].evaluate(on_true.shape)  # type: ignore[attr-defined]
-    return {"out": np.where(keep, f32(on_true), F32(attrs["on_false_value"]))}  # type: ignore
+    false = f32(attrs["on_false_value"])
+    if on_true.dtype == dt:
+        return {"out": np.where(keep, on_true, cast(false, dt))}
+    return {"out": np.where(keep, f32(on_true), false)}
 
 
 def reciprocal(srcs: Arrays, attrs: Mapping, outs: Outs, engine: Engine) -> dict:
@@ -431,11 +407,10 @@ def bn_stats(srcs: Arrays, attrs: Mapping, outs: Outs, engine: Engine) -> dict:
     """out[P, 6] = (count, mean, variance*count) of the even, then of the odd elements."""
     x = _rows(f32(srcs["data"]))
     cols = []
-    for half in (x[:, 0::2], x[:, 1::2]):
-        n = half.shape[1]
-        mean = half.mean(axis=1, dtype=F32) if n else np.zeros(x.shape[0], F32)
-        m2 = np.square(half - mean[:, None]).sum(axis=1, dtype=F32)
-        cols += [np.full(x.shape[0], n, F32), mean, m2]
+    for half in (x[:, 0::2], x[:, 1::2]):  # an empty odd half (N = 1) gives (0, 0, 0)
+        n = np.full(x.shape[0], half.shape[1], F32)
+        mean = half.sum(axis=1, dtype=F32) / np.maximum(n, F32(1.0))
+        cols += [n, mean, np.square(half - mean[:, None]).sum(axis=1, dtype=F32)]
     return {"out": np.stack(cols, axis=1)}
 
 
