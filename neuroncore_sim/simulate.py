@@ -128,7 +128,7 @@ def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None, functiona
             tr.start_instance(instance, pid)
             result = fn(*new_args, **new_kwargs)
             returned = result if instance == 0 else returned
-        tr.flush()
+        tr.finish(returned)
     outputs = _collect(tr, executor, returned, user_arrays)
     for w in tr.warnings:
         warnings.warn(w, stacklevel=3)

@@ -75,5 +75,7 @@ def dma_move(what: str, dst: NkiTensor, src: NkiTensor, mask: Any, rmw: str | No
         if mask is not None:
             raise tr.fail(ShapeError, f"{what}: a mask needs src and dst of the same shape; "
                           f"found {list(src.shape)} and {list(dst.shape)}")
+    if dst.decl is not None:
+        tr.note_write(dst.decl)
     issue_into(what, Opcode.DMA_COPY, Engine.DMA, dst, {"src": src}, {"dst_rmw_op": rmw},
                mask=mask, dst_spaces=_DMA_SPACES, src_spaces=_DMA_SPACES)

@@ -15,6 +15,13 @@ from ..errors import UnsupportedError
 from ..ir import Affine, Predicate
 
 
+def _unsupported(message: str) -> UnsupportedError:
+    """An UnsupportedError located at the kernel line when a kernel is being traced."""
+    from . import tracer as _tracer
+    tr = _tracer.active_or_none()
+    return tr.fail(UnsupportedError, message) if tr is not None else UnsupportedError(message)  # type: ignore[return-value]
+
+
 def _is_int(x: object) -> bool:
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
@@ -72,7 +79,7 @@ class IndexExpr:
                 sizes.append(self.sizes[k])
                 k += 1
             else:
-                raise UnsupportedError(
+                raise _unsupported(
                     f"index expression: expected [:, None]-style axis insertion, found {item!r}")
         coefs.extend(self.coefs[k:])
         sizes.extend(self.sizes[k:])
@@ -88,7 +95,7 @@ class IndexExpr:
         sizes = []
         for sa, sb in zip(a.sizes, b.sizes):
             if sa != sb and 1 not in (sa, sb):
-                raise UnsupportedError(
+                raise _unsupported(
                     f"index expressions: cannot broadcast shapes {a.sizes} and {b.sizes}")
             sizes.append(max(sa, sb))
         coefs = tuple(ca + sign * cb for ca, cb in zip(a.coefs, b.coefs))
@@ -110,7 +117,7 @@ class IndexExpr:
 
     def __mul__(self, other: object) -> IndexExpr:
         if not _is_int(other):
-            raise UnsupportedError(
+            raise _unsupported(
                 f"index expression: only multiplication by an integer is affine, found {other!r}")
         k = int(other)  # type: ignore[arg-type]
         return IndexExpr(self.const * k, tuple(c * k for c in self.coefs), self.sizes)
@@ -118,7 +125,7 @@ class IndexExpr:
     __rmul__ = __mul__
 
     def _nonaffine(self, *_: object) -> IndexExpr:
-        raise UnsupportedError("index expression: only +, - and * by an integer keep an index "
+        raise _unsupported("index expression: only +, - and * by an integer keep an index "
                                "affine; //, % and / are not supported")
 
     __floordiv__ = __mod__ = __truediv__ = __rfloordiv__ = __rmod__ = _nonaffine
@@ -184,7 +191,7 @@ class MaskExpr:
         return MaskExpr("bool", "not", None, (self,))
 
     def __bool__(self) -> bool:
-        raise UnsupportedError("a mask is a compile-time predicate over index expressions; "
+        raise _unsupported("a mask is a compile-time predicate over index expressions; "
                                "combine masks with & and |, not 'and' / 'or' / 'if'")
 
     @property
@@ -208,7 +215,7 @@ def arange(*args: int) -> IndexExpr:
     elif len(ints) in (2, 3):
         start, stop, step = ints[0], ints[1], ints[2] if len(ints) == 3 else 1
     else:
-        raise UnsupportedError(f"nl.arange: expected 1 to 3 integers, found {len(args)}")
+        raise _unsupported(f"nl.arange: expected 1 to 3 integers, found {len(args)}")
     n = max(0, -(-(stop - start) // step))
     return IndexExpr(start, (step,), (n,))
 
@@ -222,7 +229,7 @@ class _MGrid:
         out = []
         for axis, s in enumerate(slices):
             if not isinstance(s, slice):
-                raise UnsupportedError(f"nl.mgrid: expected slices, found {s!r}")
+                raise _unsupported(f"nl.mgrid: expected slices, found {s!r}")
             start, stop, step = s.start or 0, s.stop, s.step or 1
             n = max(0, -(-(stop - start) // step))
             coefs = tuple(step if a == axis else 0 for a in range(ndim))

@@ -109,6 +109,17 @@ def _no_gpsimd_psum(eng: Engine, what: str, *tiles: NkiTensor) -> None:
                     "operands, found a PSUM operand")
 
 
+def _no_float_bitvec(what: str, names: tuple[Any, ...], *tiles: NkiTensor) -> None:
+    """Bit-vector operators need integer operands (arch.md 3.4: bitvec ops -> int dtypes)."""
+    bad = [n for n in names if n in ops.BITVEC_OPS]
+    if not bad:
+        return
+    for t in tiles:
+        if is_float(t.dtype):
+            raise _fail(DTypeError, f"{what}: bit-vector op {bad[0]!r} needs integer operands; "
+                        f"expected an int dtype, found {dtype_name(t.dtype)}")
+
+
 def _scalar_or_tile(x: Any, data: NkiTensor, what: str, srcs: dict, role: str) -> float | None:
     if isinstance(x, NkiTensor):
         srcs[role] = _pcol(x, data, f"{what} {role}")
@@ -231,6 +242,7 @@ def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: A
                     f"{list(a.shape)}, found {list(b.shape)}")
     if a.space is MemSpace.PSUM and b.space is MemSpace.PSUM:
         raise _fail(MemorySpaceError, f"{what}: at most one operand may be in psum, found two")
+    _no_float_bitvec(what, (name,), a, b)
     eng = engine_arg(engine, what)
     if eng is None:  # [SHARED] power and int32 add/multiply/subtract run on GpSimd
         int_arith = (dtype_name(a.dtype) == "int32" and dtype_name(b.dtype) == "int32"
@@ -255,6 +267,7 @@ def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False, op
     if op1 is not None:
         attrs["op1"] = op_name(op1, f"{what} op1", ops.BINARY_OPS)
         attrs["operand1"] = _scalar_or_tile(operand1, d, what, srcs, "operand1")
+    _no_float_bitvec(what, (attrs["op0"], attrs["op1"]), *srcs.values())
     eng = engine_arg(engine, what) or Engine.VECTOR
     _no_gpsimd_psum(eng, what, d)
     return issue(what, Opcode.TENSOR_SCALAR, eng, d.shape, _out_dtype(dtype, d.dtype), srcs,

@@ -183,7 +183,7 @@ def assign(target: NkiTensor, value: Any) -> None:
         tr.take_pending(value)
         from .operands import operand
         tr.complete(op, operand(target.shrink(op.box), "assignment target",
-                                (MemSpace.SBUF, MemSpace.PSUM, MemSpace.HBM)))
+                                (MemSpace.SBUF, MemSpace.PSUM, MemSpace.HBM), op.engine))
         value.retarget(target)
         return
     if _same_region(value, target):
@@ -213,7 +213,8 @@ def accumulate(target: NkiTensor, value: Any, op: str) -> NkiTensor:
             and value.shape == target.shape):
         tr.take_pending(value)
         from .operands import operand
-        tr.complete(pending, operand(target.shrink(pending.box), "matmul accumulation target"),
+        tr.complete(pending, operand(target.shrink(pending.box), "matmul accumulation target",
+                                          engine=pending.engine),
                     accumulate=True)
         value.retarget(target)
         return target

@@ -87,8 +87,29 @@ def mask_box(mask: Any, shape: tuple[int, ...]
     return tuple(box), residual, False
 
 
-def operand(t: Any, what: str, spaces: tuple[MemSpace, ...] = ON_CHIP) -> Access:
-    """Check a tensor operand (type, memory, bounds, partition layout); return its access."""
+def start_partition_error(acc: Access) -> str | None:
+    """Why an on-chip access breaks the start-partition rule (arch.md 1.5), or None.
+
+    An engine access over P partitions must start at partition 0 when 64 < P <= 128, at 0 or 64
+    when 32 < P <= 64, and at 0, 32, 64 or 96 when P <= 32.
+    """
+    if acc.tensor.space not in ON_CHIP or acc.size == 0:
+        return None
+    start, p = acc.row_lo, acc.row_hi - acc.row_lo
+    allowed = (0,) if p > 64 else (0, 64) if p > 32 else (0, 32, 64, 96)
+    if start in allowed:
+        return None
+    return (f"an access over {p} partitions must start at partition "
+            f"{' or '.join(map(str, allowed))}; found start partition {start} "
+            f"(rows {start}..{start + p - 1} of {acc.tensor.name})")
+
+
+def operand(t: Any, what: str, spaces: tuple[MemSpace, ...] = ON_CHIP,
+            engine: Engine | None = None) -> Access:
+    """Check a tensor operand (type, memory, bounds, partition layout); return its access.
+
+    With a compute ``engine`` (not DMA) the start-partition rule is checked too.
+    """
     tr = _tracer.current(what)
     if not isinstance(t, NkiTensor):
         raise tr.fail(KernelError, f"{what}: expected a tile, found {type(t).__name__}")
@@ -105,7 +126,12 @@ def operand(t: Any, what: str, spaces: tuple[MemSpace, ...] = ON_CHIP) -> Access
         if problem:
             raise tr.fail(AccessError, f"{what}: {problem}")
         t._checked = True
-    return t.access()
+    acc = t.access()
+    if engine is not None and engine is not Engine.DMA:
+        problem = start_partition_error(acc)
+        if problem:
+            raise tr.fail(AccessError, f"{what}: start-partition rule: {problem}")
+    return acc
 
 
 def issue(what: str, opcode: Opcode, engine: Engine, out_shape: tuple[int, ...],
@@ -122,9 +148,9 @@ def issue(what: str, opcode: Opcode, engine: Engine, out_shape: tuple[int, ...],
         # The compiler drops a fully masked instruction; the result tile is left unwritten.
         decl = tr.new_tensor(out_space, out_shape, out_dtype, site=loc)
         return NkiTensor.whole(decl)
-    src_acc = {k: operand(v.shrink(box, out_shape), f"{what} {k}", spaces)
+    src_acc = {k: operand(v.shrink(box, out_shape), f"{what} {k}", spaces, engine)
                for k, v in srcs.items()}
-    dst_acc = {k: operand(v.shrink(box, out_shape), f"{what} {k}")
+    dst_acc = {k: operand(v.shrink(box, out_shape), f"{what} {k}", ON_CHIP, engine)
                for k, v in (extra_dsts or {}).items()}
     result = NkiTensor.pending(out_shape, out_dtype, out_space)
     tr.set_pending(_tracer.PendingOp(opcode, engine, src_acc, attrs, dst_acc, residual, box, loc,
@@ -164,7 +190,7 @@ def issue_into(what: str, opcode: Opcode, engine: Engine, dst: NkiTensor,
     box, residual, empty = mask_box(mask, dst.shape)
     if empty:
         return
-    src_acc = {k: operand(v.shrink(box, dst.shape), f"{what} {k}", src_spaces)
+    src_acc = {k: operand(v.shrink(box, dst.shape), f"{what} {k}", src_spaces, engine)
                for k, v in srcs.items()}
-    dst_acc = operand(dst.shrink(box), f"{what} dst", dst_spaces)
+    dst_acc = operand(dst.shrink(box), f"{what} dst", dst_spaces, engine)
     tr.record(opcode, engine, {"out": dst_acc}, src_acc, attrs, mask=residual)

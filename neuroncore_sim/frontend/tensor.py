@@ -296,8 +296,10 @@ class NkiTensor:
         return _nl.broadcast_to(self, shape)
 
     def __iter__(self) -> Any:
-        raise UnsupportedError("iterating over a tile is not supported; index it with "
-                               "nl.affine_range loops instead")
+        tr = _tracer.active_or_none()
+        msg = ("iterating over a tile is not supported; index it with "
+               "nl.affine_range loops instead")
+        raise tr.fail(UnsupportedError, msg) if tr is not None else UnsupportedError(msg)
 
     def __len__(self) -> int:
         return self.shape[0] if self.shape else 0

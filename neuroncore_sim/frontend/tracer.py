@@ -108,6 +108,8 @@ class Tracer:
         self._shared: dict[tuple[SourceLoc | None, int], TensorDecl] = {}
         self._shared_count = 0
         self._names: dict[str, int] = {}
+        #: first kernel line writing each input tensor (name -> location), see :meth:`finish`
+        self.input_writes: dict[str, SourceLoc | None] = {}
 
     @contextlib.contextmanager
     def active(self) -> Iterator[Tracer]:
@@ -147,6 +149,23 @@ class Tracer:
         """Record a warning (shown by ``simulate`` and kept on the result)."""
         loc = self.user_loc()
         self.warnings.append(f"{loc}: {message}" if loc else message)
+
+    def note_write(self, decl: TensorDecl) -> None:
+        """Remember a write into a kernel input tensor (judged by :meth:`finish`)."""
+        if decl.kind == "input" and decl.name not in self.input_writes:
+            self.input_writes[decl.name] = self.user_loc()
+
+    def finish(self, returned: object) -> None:
+        """End of the launch: a kernel that returns its outputs should not write its inputs
+        (NKI allows writing inputs only in output-argument kernels), so warn about it."""
+        self.flush()
+        if returned is None or (isinstance(returned, (tuple, list)) and not returned):
+            return
+        for name, loc in self.input_writes.items():
+            msg = (f"kernel writes its input tensor {name!r} but returns its outputs; NKI "
+                   "allows writing into arguments only in output-argument kernels (return "
+                   "nothing, or write a new nl.shared_hbm tensor)")
+            self.warnings.append(f"{loc}: {msg}" if loc else msg)
 
     # --- tensors -------------------------------------------------------------------------------
     def new_tensor(self, space: MemSpace, shape: tuple[int, ...], dtype: np.dtype, *,
