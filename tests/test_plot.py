@@ -1,0 +1,76 @@
+"""Timeline plot: the PNG is produced and shows something; interval merging and busy fraction."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import neuroncore_sim as ncs
+from neuroncore_sim import plot
+from neuroncore_sim.events import Event
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "kernels"))
+import tensor_add  # noqa: E402  (kernels/ is a folder of scripts)
+
+
+@pytest.fixture(scope="module")
+def result():
+    a = np.ones((128, 1024), np.float32)
+    return ncs.simulate(tensor_add.kernel, a, a, grid=(1, 2))
+
+
+def test_png_is_written_and_not_blank(result, tmp_path):
+    import matplotlib.image
+    import matplotlib.pyplot as plt
+
+    path = tmp_path / "out" / "timeline.png"
+    fig = plot.timeline(result, path)
+    plt.close(fig)
+    assert path.stat().st_size > 10_000
+    img = matplotlib.image.imread(path)[..., :3]
+    coloured = np.abs(img - img.mean(axis=2, keepdims=True)).sum(axis=2) > 0.1
+    assert coloured.mean() > 0.01, "bars should colour more than 1% of the image"
+    assert (img < 0.9).any(axis=2).mean() < 0.6, "mostly white background expected"
+
+
+def test_lanes_and_legend(result):
+    import matplotlib.pyplot as plt
+
+    fig = plot.timeline(result)
+    lanes, util = fig.axes
+    labels = [t.get_text() for t in lanes.get_yticklabels()]
+    assert labels[:4] == ["tensor", "vector", "scalar", "gpsimd"]
+    assert labels[-1].startswith("dma")
+    legend = [t.get_text() for t in lanes.get_legend().get_texts()]
+    assert legend == ["dma_copy", "tensor_tensor"]
+    assert lanes.get_xlim()[1] == pytest.approx(result.latency_ns / 1000)
+    plt.close(fig)
+
+
+def test_draws_into_given_axes(result):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    assert plot.timeline(result, ax=ax) is fig
+    assert len(fig.axes) == 1 and ax.collections  # bars were drawn
+    plt.close(fig)
+
+
+def test_merge_intervals_joins_close_bars_only():
+    spans = plot.merge_intervals(np.array([5.0, 0.0, 1.05, 3.0]), np.array([6.0, 1.0, 2.0, 4.0]),
+                                 gap=0.1)
+    assert spans == [(0.0, 2.0), (3.0, 1.0), (5.0, 1.0)]
+    assert plot.merge_intervals(np.array([]), np.array([]), 1.0) == []
+
+
+def test_busy_fraction_is_exact():
+    evs = [Event(0, "vector", "x", 0.0, 10.0), Event(1, "scalar", "y", 5.0, 15.0),
+           Event(2, "dma0", "dma_copy", 0.0, 20.0)]
+    edges = np.array([0.0, 5.0, 10.0, 20.0])
+    frac = plot.busy_fraction(evs, {"vector", "scalar"}, 2, edges)
+    # [0,5): vector only; [5,10): both; [10,20): scalar for 5 of 10 ns.
+    assert frac.tolist() == pytest.approx([0.5, 1.0, 0.25])
+    assert plot.busy_fraction(evs, {"gpsimd"}, 1, edges).tolist() == [0.0, 0.0, 0.0]
