@@ -142,12 +142,13 @@ class Executor:
         where = None
         if ins.mask is not None and dst.shape == ins.dsts["out"].shape:
             where = ins.mask.evaluate(dst.shape)
+        tf32 = acc.tensor in self._tf32
         if _read_modify_write(ins):
-            if where is None and dst.dtype == np.float32 and value.dtype == np.float32:
-                np.add(dst, value, out=dst)  # PSUM accumulation in place: the hot path of GEMMs
+            if where is None and dst.dtype == value.dtype == _F32 and not tf32:
+                np.add(dst, value, out=dst)  # accumulate in place, no temporaries
                 return
             value = accumulate(dst, value)
-        if value.dtype != dst.dtype or acc.tensor in self._tf32:
+        if value.dtype != dst.dtype or tf32:
             value = cast(value, acc.tensor.dtype)  # equal dtypes need no cast (the common case)
         if where is None:
             np.copyto(dst, value, casting="unsafe")

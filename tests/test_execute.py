@@ -80,6 +80,22 @@ def test_block_dims_layout_is_partition_major():
     np.testing.assert_array_equal(view, values[1])
 
 
+@settings(max_examples=50, deadline=None)
+@given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=4).map(tuple), data=st.data())
+def test_layout_roundtrip_and_declared_strides(shape, data):
+    pa = data.draw(st.integers(0, len(shape) - 1))
+    t = decl(shape, pa=pa)
+    values = np.arange(np.prod(shape), dtype=F32).reshape(shape)
+    mem = Memory()
+    mem.declare(t, values)
+    np.testing.assert_array_equal(mem.logical(t), values)
+    # TensorDecl.strides address the same elements in the flat partition-major storage.
+    declared_order = mem.view(Access(t, 0, tuple(zip(t.strides, shape))))
+    np.testing.assert_array_equal(declared_order, values)
+    rows = mem.storage(t).reshape(shape[pa], -1)
+    np.testing.assert_array_equal(rows, np.moveaxis(values, pa, 0).reshape(shape[pa], -1))
+
+
 def test_uninitialised_memory_is_nan_for_floats_zero_for_ints(ex):
     f, i, b = tile(ex, shape=(2, 3)), tile(ex, shape=(2, 3), dtype=D.int32), \
         tile(ex, shape=(2, 3), dtype=D.bool_)
@@ -223,6 +239,18 @@ def test_nc_matmul_accumulation_group(ex):
     np.testing.assert_allclose(ex.logical(psum), want, rtol=1e-5, atol=1e-4)
 
 
+def test_matmul_flattens_free_axes(ex):
+    s = RNG.standard_normal((8, 2, 3)).astype(BF16)  # stationary [K, 2, 3] -> M = 6
+    m = RNG.standard_normal((8, 5)).astype(BF16)
+    psum = tile(ex, shape=(6, 5), space=MemSpace.PSUM)
+    st_, mv = tile(ex, s), tile(ex, m)
+    ex.execute(ins(Opcode.NC_MATMUL, {"out": rect(psum, slice(None), slice(None))},
+                   {"stationary": acc(st_, 0, (6, 8), (3, 2), (1, 3)),
+                    "moving": rect(mv, slice(None), slice(None))}, Engine.TENSOR))
+    want = s.astype(F32).reshape(8, 6).T @ m.astype(F32)
+    np.testing.assert_allclose(ex.logical(psum), want, rtol=1e-5, atol=1e-5)
+
+
 def test_masked_matmul_takes_general_path_with_same_values(ex):
     s, m = RNG.standard_normal((8, 4)).astype(F32), RNG.standard_normal((8, 6)).astype(F32)
     fast, masked = tile(ex, shape=(4, 6)), tile(ex, np.zeros((4, 6), F32))
@@ -323,3 +351,49 @@ def test_in_place_update_reads_before_writing(ex):
     shifted_src, shifted_dst = acc(x, 0, (8, 1), (1, 7)), acc(x, 1, (8, 1), (1, 7))
     ex.execute(ins(Opcode.TENSOR_COPY, {"out": shifted_dst}, {"src": shifted_src}))
     np.testing.assert_array_equal(ex.logical(x), [[0, 0, 1, 2, 3, 4, 5, 6]])
+
+
+# --- speed budget (slow: run with -m slow) -----------------------------------------------------
+
+@pytest.mark.slow
+def test_gemm_costs_at_most_a_few_numpy_matmuls():
+    """A tiled 2048^3 bf16 GEMM (1024 nc_matmul [128,128]x[128,512], loads, PSUM evictions and
+    stores) must run within ~3x numpy's own float32 2048^3 matmul (4x here: shared CI noise)."""
+    import time
+
+    size, ex = 2048, Executor(TRN1)
+    a = RNG.standard_normal((size, size)).astype(BF16)
+    b = RNG.standard_normal((size, size)).astype(BF16)
+    ha, hb = tile(ex, a, space=MemSpace.HBM), tile(ex, b, space=MemSpace.HBM)
+    hc = tile(ex, shape=(size, size), space=MemSpace.HBM)
+    row = ((size, 128), (1, size))
+    sa = [tile(ex, shape=(128, size), dtype=D.bfloat16) for _ in range(16)]
+    sb = [tile(ex, shape=(128, size), dtype=D.bfloat16) for _ in range(16)]
+    psum, ob = tile(ex, shape=(128, 512), space=MemSpace.PSUM), tile(ex, shape=(128, 512))
+    prog = [ins(Opcode.DMA_COPY, {"out": acc(t, 0, *row)}, {"src": acc(h, k * 128 * size, *row)},
+                Engine.DMA) for k in range(16) for t, h in ((sa[k], ha), (sb[k], hb))]
+    for m in range(16):
+        for n in range(4):
+            prog += [ins(Opcode.NC_MATMUL, {"out": rect(psum, slice(None), slice(None))},
+                         {"stationary": acc(sa[k], m * 128, (size, 128), (1, 128)),
+                          "moving": acc(sb[k], n * 512, (size, 128), (1, 512))},
+                         Engine.TENSOR, accumulate=k > 0) for k in range(16)]
+            prog.append(ins(Opcode.TENSOR_COPY, {"out": rect(ob, slice(None), slice(None))},
+                            {"src": rect(psum, slice(None), slice(None))}))
+            prog.append(ins(Opcode.DMA_COPY,
+                            {"out": acc(hc, m * 128 * size + n * 512, (size, 128), (1, 512))},
+                            {"src": rect(ob, slice(None), slice(None))}, Engine.DMA))
+
+    def best(fn, reps=3):
+        times = []
+        for _ in range(reps):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    af, bf = a.astype(F32), b.astype(F32)
+    simulated = best(lambda: [ex.execute(i) for i in prog])
+    reference = best(lambda: af.T @ bf)
+    np.testing.assert_allclose(ex.logical(hc), af.T @ bf, rtol=1e-3, atol=1e-3)
+    assert simulated < 4 * reference, f"{simulated:.3f} s vs numpy {reference:.3f} s"
