@@ -357,9 +357,10 @@ def tensor_tensor_scan(srcs: Arrays, attrs: Mapping, outs: Outs, engine: Engine)
     d0, d1 = _rows(f32(srcs["data0"])), _rows(f32(srcs["data1"]))
     if d0.shape != d1.shape:
         raise ShapeError(expected("tensor_tensor_scan data1 shape", d0.shape, d1.shape))
-    init = srcs.get("initial")
-    prev = f32(init).reshape(-1) if init is not None else np.full(
-        d0.shape[0], attrs.get("initial", 0.0), dtype=F32)
+    init = srcs["initial"] if "initial" in srcs else attrs.get("initial")
+    if init is None:
+        raise KernelError(expected("tensor_tensor_scan initial", "a float or a [P, 1] tile", None))
+    prev = np.broadcast_to(f32(init).reshape(-1), d0.shape[:1])
     # reverse0: data0 becomes the rhs of op0; reverse1: data1 becomes the lhs of op1.
     op0 = alu(attrs["op0"], bool(attrs.get("reverse0")))
     op1 = alu(attrs["op1"], bool(attrs.get("reverse1")))
