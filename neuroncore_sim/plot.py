@@ -188,3 +188,12 @@ def timeline(result: SimResult, path: str | Path | None = None, ax: "Axes | None
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=_DPI)
     return fig
+
+
+def save_timeline(result: SimResult, path: str | Path) -> Path:
+    """Write :func:`timeline` of ``result`` to ``path`` and free the figure (for batch use,
+    where open figures would pile up in memory)."""
+    import matplotlib.pyplot as plt
+
+    plt.close(timeline(result, path))
+    return Path(path)

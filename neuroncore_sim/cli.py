@@ -1,0 +1,199 @@
+"""The ``neuroncore-sim`` command line: profile NKI kernels without hardware.
+
+Two subcommands::
+
+    neuroncore-sim run my_script.py [ARGS...]          # time every kernel launch of a script
+    neuroncore-sim profile kernels/tensor_add.py::kernel   # time one sample kernel
+
+``--out DIR`` writes, per launch, ``summary.json``, ``summary.txt``, ``events.csv``,
+``timeline.png`` and ``trace.json`` (open in https://ui.perfetto.dev). Exit status: 0 success,
+1 the kernel (or the script) failed, 2 the command line was wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import re
+import runpy
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, Sequence
+
+from . import chrome_trace, plot, report
+from .alias import install_neuronxcc_alias
+from .config import NeuronCoreConfig, load_config
+from .errors import SimulatorError
+from .result import SimResult
+from .simulate import record_launches, simulate
+from .timing import simulate_timing
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """The command line names something that does not exist (exit status 2)."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", metavar="NAME|FILE.toml", default=None,
+                        help="hardware to time on: a preset (trn1 = Trainium1, the default; "
+                             "inf2 = Inferentia2) or a TOML file overriding config fields")
+    common.add_argument("--out", metavar="DIR", type=Path, default=None,
+                        help="also write per launch: summary.json, summary.txt, events.csv, "
+                             "timeline.png and trace.json (Perfetto/Chrome trace) under DIR")
+    common.add_argument("--debug", action="store_true",
+                        help="show the full Python traceback when a kernel fails")
+    p = argparse.ArgumentParser(
+        prog="neuroncore-sim",
+        description="Simulate NKI kernels on a NeuronCore-v2 (Trainium1 / Inferentia2) and "
+                    "report how long they would take and where the time goes.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = sub.add_parser(
+        "run", parents=[common], help="run a Python script and time every kernel it launches",
+        description="Run SCRIPT.py as if with `python SCRIPT.py ARGS...`, with `neuronxcc.nki` "
+                    "imports pointing to the simulator. Every call of an @nki.jit kernel is "
+                    "simulated and timed; a short summary per launch is printed at the end.")
+    run.add_argument("script", metavar="SCRIPT.py", help="the Python script to run")
+    run.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
+                     help="arguments passed to the script (its sys.argv[1:])")
+    prof = sub.add_parser(
+        "profile", parents=[common], help="time one kernel of a kernel file on its example inputs",
+        description="Load FILE.py, call its example_inputs(), launch KERNEL on them (with the "
+                    "file's GRID, if any) and print where the time goes.")
+    prof.add_argument("target", metavar="FILE.py[::KERNEL]",
+                      help="kernel file and kernel name, e.g. kernels/tensor_add.py::kernel "
+                           "(KERNEL may be left out when the file has a `kernel`)")
+    prof.add_argument("--timing-only", action="store_true",
+                      help="skip computing output values (faster; timing does not depend on "
+                           "input values)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``neuroncore-sim`` and ``python -m neuroncore_sim``; returns the exit
+    status."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse exits on --help (0) and on bad usage (2)
+        return int(e.code or 0)
+    try:
+        cfg = load_config(args.config) if args.config else None
+        if args.command == "run":
+            return _run(args, cfg)
+        return _profile(args, cfg)
+    except UsageError as e:
+        print(f"neuroncore-sim: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except SimulatorError as e:
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+# --- run -----------------------------------------------------------------------------------------
+
+def _run(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
+    script = Path(args.script)
+    if not script.is_file():
+        raise UsageError(f"script not found: {script}")
+    install_neuronxcc_alias()
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv = [str(script)] + list(args.args)
+    sys.path.insert(0, str(script.resolve().parent))  # as `python SCRIPT.py` would
+    status = EXIT_OK
+    try:
+        with record_launches() as launches:
+            try:
+                runpy.run_path(str(script), run_name="__main__")
+            except SystemExit as e:  # the script's own exit status is ours
+                status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            except SimulatorError:
+                raise
+            except Exception:  # a bug in the user's script: show it as Python would
+                traceback.print_exc()
+                status = EXIT_FAILED
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+    for n, res in enumerate(launches, 1):
+        # nki.jit launches are traced and timed on the default config; with --config the
+        # recorded program is re-timed (the timing model sees only the Program).
+        if cfg is not None and res.timing is not None:
+            res = SimResult(res.program, res.outputs, cfg, simulate_timing(res.program, cfg))
+        _report(res, n, args.out)
+    if not launches:
+        print("no kernel launches recorded (the script called no @nki.jit kernel)")
+    return status
+
+
+# --- profile -------------------------------------------------------------------------------------
+
+def _load_kernel_file(path: Path) -> Any:
+    if not path.is_file() or path.suffix != ".py":
+        raise UsageError(f"kernel file not found (expected FILE.py): {path}")
+    install_neuronxcc_alias()  # kernel files written for the real NKI import neuronxcc
+    sys.path.insert(0, str(path.resolve().parent))  # sample kernels import their siblings
+    name = re.sub(r"\W", "_", path.stem)
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None  # a .py file always has a loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _find_kernel(module: Any, name: str | None) -> tuple[str, Any]:
+    kernels = dict(getattr(module, "KERNELS", {}) or {})
+    if name is None:
+        if hasattr(module, "kernel"):
+            return "kernel", module.kernel
+        if len(kernels) == 1:
+            return next(iter(kernels.items()))
+        raise UsageError(f"{module.__file__}: name the kernel as FILE.py::KERNEL; "
+                         f"choices: {', '.join(kernels) or 'none found'}")
+    if name in kernels:
+        return name, kernels[name]
+    fn = getattr(module, name, None)
+    if not callable(fn):
+        raise UsageError(f"{module.__file__} has no kernel {name!r}"
+                         + (f"; choices: {', '.join(kernels)}" if kernels else ""))
+    return name, fn
+
+
+def _profile(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
+    file, _, kname = args.target.partition("::")
+    module = _load_kernel_file(Path(file))
+    name, kernel = _find_kernel(module, kname or None)
+    if not callable(getattr(module, "example_inputs", None)):
+        raise UsageError(f"{file} has no example_inputs() to take the kernel's inputs from")
+    inputs = module.example_inputs()
+    pos, kw = ((), dict(inputs)) if isinstance(inputs, dict) else (tuple(inputs), {})
+    res = simulate(kernel, *pos, grid=getattr(module, "GRID", ()), config=cfg,
+                   functional=not args.timing_only, **kw)
+    _report(res, 1, args.out, label=name)
+    return EXIT_OK
+
+
+# --- output --------------------------------------------------------------------------------------
+
+def _report(res: SimResult, n: int, out: Path | None, label: str | None = None) -> None:
+    """Print one launch's summary; with ``out``, write its files."""
+    name = label or res.program.name
+    print(f"== launch {n}: {name}")
+    print(report.summary_text(res), end="")
+    if out is None:
+        return
+    folder = out / f"launch{n}_{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "summary.json").write_text(json.dumps(res.summary(), indent=2) + "\n")
+    (folder / "summary.txt").write_text(
+        report.summary_text(res) + "\nper engine:\n" + report.engine_table(res).to_string()
+        + "\n\nper source line:\n" + report.source_table(res).to_string() + "\n")
+    res.events.to_csv(folder / "events.csv", index=False)
+    chrome_trace.write(res, folder / "trace.json")
+    plot.save_timeline(res, folder / "timeline.png")
+    print(f"   wrote {folder}/")

@@ -1,0 +1,116 @@
+"""neuroncore-sim command line, end to end (in process, through cli.main)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from neuroncore_sim import cli
+
+KERNELS = Path(__file__).resolve().parent.parent / "kernels"
+
+SCRIPT = '''
+import sys
+import numpy as np
+from neuronxcc import nki
+import neuronxcc.nki.language as nl
+
+@nki.jit
+def add_one(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.load(a)
+    nl.store(out, value=nl.add(t, 1.0))
+    return out
+
+x = np.zeros((128, 64), np.float32)
+y = add_one(x)
+assert float(y[0, 0]) == 1.0
+print("script args:", sys.argv[1:])
+add_one(y)
+'''
+
+BROKEN = '''
+import numpy as np
+from neuronxcc import nki
+import neuronxcc.nki.language as nl
+
+@nki.jit
+def bad(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.exp(a))  # a is in HBM: must be loaded first
+    return out
+
+bad(np.zeros((128, 64), np.float32))
+'''
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_run_times_every_launch_and_writes_reports(tmp_path, capsys):
+    script = _write(tmp_path, "user.py", SCRIPT)
+    out = tmp_path / "out"
+    assert cli.main(["run", "--out", str(out), str(script), "--flag", "7"]) == 0
+    text = capsys.readouterr().out
+    assert "script args: ['--flag', '7']" in text
+    assert "== launch 1: add_one" in text and "== launch 2: add_one" in text
+    assert "latency" in text and "bottleneck" in text
+    for n in (1, 2):
+        folder = out / f"launch{n}_add_one"
+        names = {p.name for p in folder.iterdir()}
+        assert names == {"summary.json", "summary.txt", "events.csv", "timeline.png",
+                         "trace.json"}
+        summary = json.loads((folder / "summary.json").read_text())
+        assert summary["latency_ns"] > 0
+        assert "traceEvents" in json.loads((folder / "trace.json").read_text())
+        assert (folder / "events.csv").read_text().startswith("instr_id,engine,opcode")
+
+
+def test_run_config_retimes_launches(tmp_path, capsys):
+    script = _write(tmp_path, "user.py", SCRIPT)
+    assert cli.main(["run", "--config", "inf2", str(script)]) == 0
+    assert "config     : inf2" in capsys.readouterr().out
+
+
+def test_kernel_error_is_one_clean_line(tmp_path, capsys):
+    script = _write(tmp_path, "broken.py", BROKEN)
+    assert cli.main(["run", str(script)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: broken.py:9: nl.exp")
+    assert "Traceback" not in err and err.count("\n") == 1
+    assert cli.main(["run", "--debug", str(script)]) == 1
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_profile_sample_kernel(tmp_path, capsys):
+    target = f"{KERNELS / 'tensor_add.py'}::kernel"
+    assert cli.main(["profile", target, "--timing-only", "--out", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert "kernel (grid [2, 2])" in text and "cycles of the TensorE clock" in text
+    assert (tmp_path / "launch1_kernel" / "timeline.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("argv, code", [
+    ([], 2),
+    (["--help"], 0),
+    (["run", "--help"], 0),
+    (["profile", "no_such_file.py::k"], 2),
+    (["profile", f"{KERNELS / 'tensor_add.py'}::nope"], 2),
+    (["profile", f"{KERNELS / 'layernorm.py'}"], 2),  # two kernels: must name one
+    (["run", "no_such_script.py"], 2),
+])
+def test_exit_codes(argv, code, capsys):
+    assert cli.main(argv) == code
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+
+
+def test_bad_config_is_a_clean_error(capsys):
+    assert cli.main(["profile", "--config", "trn9", f"{KERNELS / 'tensor_add.py'}"]) == 1
+    assert capsys.readouterr().err.startswith("error: config: expected a preset name")
