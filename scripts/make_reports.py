@@ -1,0 +1,57 @@
+"""Regenerate reports/<kernel>/summary.txt and timeline.png for every sample kernel.
+
+    python scripts/make_reports.py            # all kernels/*.py with example_inputs()
+
+A kernel file with several kernels (a KERNELS dict) gets one folder per kernel.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import neuroncore_sim as ncs
+from neuroncore_sim import plot, report
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def kernels_of(path: Path) -> dict[str, object]:
+    """name -> kernel for one sample file ({} when it is not a kernel file)."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not hasattr(module, "example_inputs"):
+        return {}
+    found = dict(getattr(module, "KERNELS", {}) or {})
+    if not found and hasattr(module, "kernel"):
+        found = {path.stem: module.kernel}
+    return {name: (k, module) for name, k in found.items()}
+
+
+def main() -> int:
+    """Write the reports; return the process exit status (1 when a kernel failed)."""
+    sys.path.insert(0, str(ROOT / "kernels"))  # samples import their siblings
+    status = 0
+    for path in sorted((ROOT / "kernels").glob("*.py")):
+        for name, (kernel, module) in kernels_of(path).items():
+            inputs = module.example_inputs()
+            pos, kw = ((), dict(inputs)) if isinstance(inputs, dict) else (tuple(inputs), {})
+            try:
+                res = ncs.simulate(kernel, *pos, grid=getattr(module, "GRID", ()), **kw)
+            except ncs.SimulatorError as e:
+                print(f"{name}: FAILED: {e}")
+                status = 1
+                continue
+            out = ROOT / "reports" / name
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "summary.txt").write_text(report.summary_text(res) + "\nper engine:\n"
+                                             + report.engine_table(res).to_string() + "\n")
+            plot.save_timeline(res, out / "timeline.png")
+            print(f"{name}: {res.latency_ns / 1000:.2f} us -> {out.relative_to(ROOT)}/")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
