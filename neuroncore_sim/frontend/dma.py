@@ -44,6 +44,42 @@ def load(src: Any, *, mask: Any = None, dtype: Any = None) -> NkiTensor:
                  {"dst_rmw_op": None}, mask=mask, spaces=_DMA_SPACES)
 
 
+def load_transpose2d(src: Any, *, mask: Any = None, dtype: Any = None) -> NkiTensor:
+    """Load a 2-D HBM region [A, B] transposed into a new SBUF tile [B, A] (DMA transpose)."""
+    what = "load_transpose2d"
+    tr = _tracer.current(what)
+    if not isinstance(src, NkiTensor) or src.space is not MemSpace.HBM:
+        found = src.space.value if isinstance(src, NkiTensor) else type(src).__name__
+        raise tr.fail(MemorySpaceError, f"{what} src: expected a tensor in hbm, found {found}")
+    return _dma_transpose(what, src, (1, 0), mask, dtype, dims=(2,))
+
+
+#: Permutations nisa.dma_transpose supports, by rank (arch.md section 2).
+_DMA_TRANSPOSE_AXES = {2: ((1, 0),), 3: ((2, 1, 0),), 4: ((3, 1, 2, 0),)}
+
+
+def _dma_transpose(what: str, src: NkiTensor, axes: Any, mask: Any, dtype: Any,
+                   dims: tuple[int, ...] = (2, 3, 4)) -> NkiTensor:
+    tr = _tracer.current(what)
+    if src.ndim not in dims:
+        raise tr.fail(ShapeError, f"{what} src: expected a {' or '.join(map(str, dims))}-D "
+                      f"tensor, found shape {list(src.shape)}")
+    axes = _DMA_TRANSPOSE_AXES[src.ndim][0] if axes is None else tuple(int(a) for a in axes)
+    if axes not in _DMA_TRANSPOSE_AXES[src.ndim]:
+        raise tr.fail(KernelError, f"{what} axes: expected "
+                      f"{list(_DMA_TRANSPOSE_AXES[src.ndim])}, found {axes}")
+    if mask is not None:
+        from ..errors import UnsupportedError
+        raise tr.fail(UnsupportedError, f"{what}: mask= is not supported yet")
+    shape = tuple(src.shape[a] for a in axes)
+    if shape[0] > tr.config.num_partitions:
+        raise tr.fail(ShapeError, f"{what}: the result's partition dim (src axis {axes[0]}) "
+                      f"must be at most {tr.config.num_partitions}, found {shape[0]}")
+    out_dtype = to_dtype(dtype, f"{what} dtype") if dtype is not None else src.dtype
+    return issue(what, Opcode.DMA_TRANSPOSE, Engine.DMA, shape, out_dtype, {"src": src},
+                 {"axes": axes}, spaces=_DMA_SPACES)
+
+
 def store(dst: Any, value: Any, *, mask: Any = None) -> None:
     """Store a tile into an HBM region (PSUM tiles are first copied to SBUF)."""
     what = "store"

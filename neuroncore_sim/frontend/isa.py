@@ -432,6 +432,16 @@ def dma_copy(*, dst: Any, src: Any, mask: Any = None, dst_rmw_op: Any = None,
     dma_move("dma_copy", _tile(dst, "dma_copy dst"), _tile(src, "dma_copy src"), mask, rmw)
 
 
+def dma_transpose(src: Any, *, axes: Any = None, mask: Any = None, dtype: Any = None) -> NkiTensor:
+    """Transpose while moving (DMA): [A, B] -> [B, A]; 3-D axes (2, 1, 0); 4-D (3, 1, 2, 0)."""
+    from .dma import _dma_transpose
+    s = _tile(src, "dma_transpose src")
+    if s.space is MemSpace.PSUM:
+        raise _fail(MemorySpaceError, "dma_transpose src: expected a tensor in hbm or sbuf, "
+                    "found psum")
+    return _dma_transpose("dma_transpose", s, axes, mask, dtype)
+
+
 def __getattr__(name: str) -> Any:
     if name.startswith("__"):
         raise AttributeError(name)

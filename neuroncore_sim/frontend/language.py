@@ -18,7 +18,7 @@ from ..errors import CapacityError, KernelError, ShapeError, UnsupportedError
 from ..ir import Engine, MemSpace, Opcode
 from . import isa as nisa
 from . import tracer as _tracer
-from .dma import load, store
+from .dma import load, load_transpose2d, store
 from .indexing import arange, ds, mgrid
 from .nlmath import *  # noqa: F401,F403  (the element-wise / reduction surface)
 from .nlmath import binary, copy_op  # noqa: F401
@@ -30,6 +30,30 @@ float32, float16, bfloat16, tfloat32 = _dt.float32, _dt.float16, _dt.bfloat16, _
 float8_e4m3, float8_e5m2 = _dt.float8_e4m3, _dt.float8_e5m2
 int8, int16, int32, uint8, uint16, uint32, bool_ = (_dt.int8, _dt.int16, _dt.int32, _dt.uint8,
                                                     _dt.uint16, _dt.uint32, _dt.bool_)
+
+
+
+class finfo:  # noqa: N801
+    """Machine limits of a float dtype (``nl.finfo(nl.bfloat16).max``), like ``numpy.finfo``."""
+
+    def __init__(self, dtype: Any) -> None:
+        import ml_dtypes
+        self.dtype = _dt.to_dtype(dtype, "nl.finfo dtype")
+        if not _dt.is_float(self.dtype):
+            raise KernelError(f"nl.finfo: expected a float dtype, found {_dt.dtype_name(self.dtype)}")
+        info = ml_dtypes.finfo(self.dtype)
+        self.min, self.max, self.eps, self.tiny = (float(info.min), float(info.max),
+                                                   float(info.eps), float(info.tiny))
+        self.bits = int(info.bits)
+
+    def __repr__(self) -> str:
+        return f"nl.finfo({_dt.dtype_name(self.dtype)}: min={self.min}, max={self.max})"
+
+
+fp32 = finfo(float32)  # nl.fp32.min is float32's lowest value (0xff7fffff)
+bfp16 = finfo(bfloat16)
+bfp16.min = float("-inf")  # documented as the bit pattern 0xff80, which is bfloat16 -inf (arch.md 3.5)
+fp16 = finfo(float16)
 
 
 # --- buffers ------------------------------------------------------------------------------------
@@ -290,6 +314,33 @@ def num_programs(axes: Any = None) -> int:
     return int(np.prod([grid[int(a)] if int(a) < len(grid) else 1 for a in axes]))
 
 
+class nc:  # noqa: N801
+    """``nl.nc(n)``: a grid dim spread over n physical NeuronCores; simulated as a plain grid
+    dim of size n (instances run one after another on one core)."""
+
+    def __init__(self, n: int) -> None:
+        self.size = int(n)
+
+    def __repr__(self) -> str:
+        return f"nl.nc({self.size})"
+
+
+class spmd_dim:  # noqa: N801
+    """``nl.spmd_dim(nl.nc(2), 2)``: a grid dim whose size is the product of its parts."""
+
+    def __init__(self, *parts: Any) -> None:
+        self.parts = parts
+        self.size = int(np.prod([int(getattr(p, "size", p)) for p in parts]))
+
+    def __repr__(self) -> str:
+        return f"nl.spmd_dim({', '.join(map(repr, self.parts))})"
+
+
+def shared_identity_matrix(n: int, dtype: Any = _dt.uint8, **_: Any) -> NkiTensor:
+    """An [n, n] identity matrix constant in HBM."""
+    return shared_constant(np.eye(int(n)), dtype=dtype)
+
+
 def program_ndim() -> int:
     """Number of grid dims."""
     return len(_tracer.current("nl.program_ndim").grid)
@@ -306,4 +357,4 @@ def __getattr__(name: str) -> Any:
     raise tr.fail(UnsupportedError, msg) if tr is not None else UnsupportedError(msg)
 
 
-_ = (load, store, arange, ds, mgrid, copy_op)  # re-exported names
+_ = (load, load_transpose2d, store, arange, ds, mgrid, copy_op)  # re-exported names
