@@ -40,6 +40,7 @@ CASES = [
     ("relu", "kernel"),
     ("matmul_bf16", "kernel"),
     ("giou", "kernel"),
+    ("matmul_blocked", "kernel"),
 ]
 
 # float32 results: the simulator computes in fp32 like the engines, the references in float64,
