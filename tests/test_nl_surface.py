@@ -266,3 +266,24 @@ def test_elementwise_dtype_rounding_property(p, f, name, dtype):
     ref = BINARY[name](a.astype(np.float32), b.astype(np.float32)).astype(dt)
     assert got.dtype == dt
     np.testing.assert_array_equal(got, ref)
+
+
+def test_activation_reduce_res_and_accumulator_registers():
+    x = RNG.uniform(0.5, 2.0, (16, 8)).astype(np.float32)
+
+    def k(h):
+        t = nl.load(h)
+        out = nl.ndarray((16, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+        own = nl.ndarray((16, 1), dtype=nl.float32)
+        nisa.activation(nl.exp, t, reduce_op=np.add, reduce_res=own)  # no reduce_cmd given
+        total = nl.ndarray((16, 1), dtype=nl.float32)
+        nisa.activation(nl.exp, t, reduce_op=np.add, reduce_cmd=nisa.reduce_cmd.reset_reduce)
+        nisa.activation(nl.square, t, reduce_op=np.add, reduce_res=total,
+                        reduce_cmd=nisa.reduce_cmd.reduce)  # adds to the registers, reads them
+        nl.store(out[:, 0:1], value=own)
+        nl.store(out[:, 1:2], value=total)
+        return out
+
+    (got,) = ncs.trace(k, x).outputs
+    np.testing.assert_allclose(got[:, 0], np.exp(x).sum(axis=1), rtol=1e-5)
+    np.testing.assert_allclose(got[:, 1], np.exp(x).sum(axis=1) + (x * x).sum(axis=1), rtol=1e-5)

@@ -219,13 +219,21 @@ def _activation(what: str, opcode: Opcode, op: Any, data: Any, bias: Any, scale:
         srcs["bias"] = _pcol(bias, d, f"{what} bias")
     scale_value = _scalar_or_tile(scale, d, what, srcs, "scale")
     extra = {}
+    cmd_name = getattr(cmd, "value", cmd)
+    if cmd_name not in ("idle", "reset", "reduce", "reset_reduce"):
+        raise _fail(KernelError, f"{what} reduce_cmd: expected idle, reset, reduce or "
+                    f"reset_reduce, found {cmd!r}")
+    if reduce_res is not None and cmd_name == "idle":
+        # reduce_res without a reduce_cmd asks for this instruction's own row sums, as before
+        # reduce_cmd existed: reset the accumulator registers, reduce into them, read them.
+        cmd_name = "reset_reduce"
     red = None
-    if reduce_res is not None:
+    if reduce_res is not None or cmd_name != "idle":
         red = op_name(reduce_op if reduce_op is not None else "add", f"{what} reduce_op",
                       frozenset({"add"}))  # NeuronCore-v2 reduces with add only [ARCH]
+    if reduce_res is not None:
         extra["reduce_res"] = _pcol(reduce_res, d, f"{what} reduce_res")
-    attrs = {"op": name, "scale": scale_value, "reduce_op": red,
-             "reduce_cmd": getattr(cmd, "value", cmd) if reduce_res is not None else "idle"}
+    attrs = {"op": name, "scale": scale_value, "reduce_op": red, "reduce_cmd": cmd_name}
     return issue(what, opcode, Engine.SCALAR, d.shape, _out_dtype(dtype, d.dtype), srcs, attrs,
                  mask=mask, extra_dsts=extra)
 
