@@ -28,7 +28,6 @@ from .config import NeuronCoreConfig, load_config
 from .errors import SimulatorError
 from .result import SimResult
 from .simulate import record_launches, simulate
-from .timing import simulate_timing
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -39,6 +38,9 @@ class UsageError(Exception):
 
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--timing-only", action="store_true",
+                        help="skip computing output values (faster; timing does not depend on "
+                             "input values; a script's kernels then return None)")
     common.add_argument("--config", metavar="NAME|FILE.toml", default=None,
                         help="hardware to time on: a preset (trn1 = Trainium1, the default; "
                              "inf2 = Inferentia2) or a TOML file overriding config fields")
@@ -67,9 +69,6 @@ def _parser() -> argparse.ArgumentParser:
     prof.add_argument("target", metavar="FILE.py[::KERNEL]",
                       help="kernel file and kernel name, e.g. kernels/tensor_add.py::kernel "
                            "(KERNEL may be left out when the file has a `kernel`)")
-    prof.add_argument("--timing-only", action="store_true",
-                      help="skip computing output values (faster; timing does not depend on "
-                           "input values)")
     return p
 
 
@@ -108,7 +107,7 @@ def _run(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
     sys.path.insert(0, str(script.resolve().parent))  # as `python SCRIPT.py` would
     status = EXIT_OK
     try:
-        with record_launches() as launches:
+        with record_launches(config=cfg, functional=not args.timing_only) as launches:
             try:
                 runpy.run_path(str(script), run_name="__main__")
             except SystemExit as e:  # the script's own exit status is ours
@@ -121,10 +120,6 @@ def _run(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
     for n, res in enumerate(launches, 1):
-        # nki.jit launches are traced and timed on the default config; with --config the
-        # recorded program is re-timed (the timing model sees only the Program).
-        if cfg is not None and res.timing is not None:
-            res = SimResult(res.program, res.outputs, cfg, simulate_timing(res.program, cfg))
         _report(res, n, args.out)
     if not launches:
         print("no kernel launches recorded (the script called no @nki.jit kernel)")

@@ -180,21 +180,44 @@ def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
     result = SimResult(program=launch.program, outputs=launch.outputs, config=cfg, timing=times)
     session = _SESSION.get()
     if session is not None:
-        session.append(result)
+        session.results.append(result)
     return result
 
 
 # --- launch objects ----------------------------------------------------------------------------
-_SESSION: ContextVar[list[SimResult] | None] = ContextVar("neuroncore_sim_session", default=None)
+@dataclass
+class LaunchRecorder:
+    """Kernel launches made inside :func:`record_launches`, and how to run them."""
+
+    config: Any = None
+    functional: bool = True
+    results: list[SimResult] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[SimResult]:
+        return iter(self.results)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def __getitem__(self, i: int) -> SimResult:
+        return self.results[i]
+
+
+_SESSION: ContextVar[LaunchRecorder | None] = ContextVar("neuroncore_sim_session", default=None)
 
 
 @contextlib.contextmanager
-def record_launches() -> Iterator[list[SimResult]]:
-    """Inside this block every ``nki.jit`` kernel call is also timed; results are collected."""
-    results: list[SimResult] = []
-    token = _SESSION.set(results)
+def record_launches(config: Any = None, functional: bool = True) -> Iterator[LaunchRecorder]:
+    """Inside this block every ``nki.jit`` kernel call is also timed and its result collected.
+
+    Args:
+        config: hardware config for those launches (default trn1).
+        functional: False runs them timing-only (outputs are None).
+    """
+    recorder = LaunchRecorder(load_config(config), functional)
+    token = _SESSION.set(recorder)
     try:
-        yield results
+        yield recorder
     finally:
         _SESSION.reset(token)
 
@@ -221,8 +244,12 @@ class Kernel:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _tracer.active_or_none() is not None:
             return self.func(*args, **kwargs)  # a sub-kernel: inline it
-        timed = _SESSION.get() is not None
-        res = simulate(self, *args, grid=self.grid, timing=timed, **kwargs)
+        session = _SESSION.get()
+        if session is None:
+            res = simulate(self, *args, grid=self.grid, timing=False, **kwargs)
+        else:
+            res = simulate(self, *args, grid=self.grid, config=session.config,
+                           functional=session.functional, **kwargs)
         return _unwrap(res.outputs)
 
     def __repr__(self) -> str:

@@ -114,3 +114,30 @@ def test_exit_codes(argv, code, capsys):
 def test_bad_config_is_a_clean_error(capsys):
     assert cli.main(["profile", "--config", "trn9", f"{KERNELS / 'tensor_add.py'}"]) == 1
     assert capsys.readouterr().err.startswith("error: config: expected a preset name")
+
+
+def test_run_uses_config_and_timing_only(tmp_path, capsys):
+    script = tmp_path / "two_configs.py"
+    script.write_text(
+        "import numpy as np\n"
+        "from neuronxcc import nki\n"
+        "import neuronxcc.nki.language as nl\n"
+        "@nki.jit\n"
+        "def k(a):\n"
+        "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
+        "    nl.store(out, value=nl.exp(nl.load(a)))\n"
+        "    return out\n"
+        "print('returned', type(k(np.ones((128, 512), np.float32))).__name__)\n")
+    toml = tmp_path / "slow_dma.toml"
+    toml.write_text("dma_engine_bytes_per_ns = 1.0\n")
+    from neuroncore_sim import cli
+    from neuroncore_sim.simulate import record_launches
+    assert cli.main(["run", str(script)]) == 0
+    base = capsys.readouterr().out
+    assert "returned ndarray" in base
+    assert cli.main(["run", "--timing-only", "--config", str(toml), str(script)]) == 0
+    slow = capsys.readouterr().out
+    assert "returned NoneType" in slow
+    with record_launches(config=str(toml), functional=False) as launches:
+        from neuroncore_sim.nki import jit
+    assert len(launches) == 0 and launches.config.dma_engine_bytes_per_ns == 1.0

@@ -75,3 +75,15 @@ def test_same_launch_is_deterministic():
     a = np.random.default_rng(2).random((256, 512), dtype=np.float32)
     one, two = ncs.simulate(add, a, a), ncs.simulate(add, a, a)
     assert one.events.equals(two.events)
+
+
+def test_record_launches_applies_config_and_timing_only(tmp_path):
+    toml = tmp_path / "slow_dma.toml"
+    toml.write_text("dma_engine_bytes_per_ns = 1.0\n")
+    kernel = nki.jit(add)
+    a = np.ones((256, 512), np.float32)
+    with ncs.record_launches() as fast:
+        kernel(a, a)
+    with ncs.record_launches(config=str(toml), functional=False) as slow:
+        assert kernel(a, a) is None
+    assert slow[0].latency_ns > 5 * fast[0].latency_ns
