@@ -22,6 +22,8 @@ import traceback
 from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
+
 from . import chrome_trace, plot, report
 from .alias import install_neuronxcc_alias
 from .config import NeuronCoreConfig, load_config
@@ -170,6 +172,14 @@ def _profile(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
     res = simulate(kernel, *pos, grid=getattr(module, "GRID", ()), config=cfg,
                    functional=not args.timing_only, **kw)
     _report(res, 1, args.out, label=name)
+    reference = getattr(module, "reference", None)
+    if args.timing_only or not callable(reference) or not res.outputs:
+        return EXIT_OK
+    expected = reference(*pos, **kw)
+    expected = expected if isinstance(expected, (tuple, list)) else (expected,)
+    errors = [float(np.max(np.abs(np.asarray(got, np.float64) - np.asarray(ref, np.float64))))
+              for got, ref in zip(res.outputs, expected)]
+    print(f"result check: max abs error vs {file}'s reference = {max(errors):.3g}")
     return EXIT_OK
 
 
