@@ -325,3 +325,29 @@ def test_kernel_returning_a_tile_is_an_error():
 
     with pytest.raises(KernelError, match="returned a tile in sbuf"):
         run(k, np.zeros((4, 4), np.float32))
+
+
+def test_device_print_and_print_show_values(capsys):
+    def k(a):
+        t = nl.load(a)
+        nl.device_print("tile:", t)
+        print(t)
+        return None
+
+    run(k, np.arange(4, dtype=np.float32).reshape(2, 2))
+    out = capsys.readouterr().out
+    assert "tile: [[0. 1.]" in out and "NkiTensor(" in out and "[2. 3.]" in out
+    ncs.trace(k, np.zeros((2, 2), np.float32), functional=False)
+    assert "timing-only run" in capsys.readouterr().out
+
+
+def test_baremetal_and_trace_decorators_run_on_the_simulator():
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.load(a) + 1.0)
+        return out
+
+    a = RNG.random((8, 8), dtype=np.float32)
+    np.testing.assert_allclose(nki.baremetal(k)(a), a + 1)
+    np.testing.assert_allclose(nki.baremetal(save_neff_name="x.neff")(k)(a), a + 1)
+    np.testing.assert_allclose(nki.trace(k)(a), a + 1)
