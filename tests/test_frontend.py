@@ -351,3 +351,18 @@ def test_baremetal_and_trace_decorators_run_on_the_simulator():
     np.testing.assert_allclose(nki.baremetal(k)(a), a + 1)
     np.testing.assert_allclose(nki.baremetal(save_neff_name="x.neff")(k)(a), a + 1)
     np.testing.assert_allclose(nki.trace(k)(a), a + 1)
+
+
+def test_tile_size_program_ndim_and_shared_constant():
+    table = np.arange(12, dtype=np.float32).reshape(3, 4)
+
+    def k(a):
+        assert nl.tile_size.pmax == 128 and nl.tile_size.psum_fmax == 512
+        assert nl.tile_size.gemm_stationary_fmax == 128 and nl.tile_size.gemm_moving_fmax == 512
+        assert nl.program_ndim() == 2 and nl.num_programs() == 2
+        out = nl.ndarray((3, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.load(nl.shared_constant(table)) + nl.load(a))
+        return out
+
+    a = np.ones((3, 4), np.float32)
+    np.testing.assert_array_equal(ncs.trace(k, a, grid=(1, 2)).outputs[0], table + 1)
