@@ -21,9 +21,9 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from .config import NeuronCoreConfig, load_config
+from .config import load_config
 from .dtypes import to_dtype
-from .errors import KernelError, SimulatorError
+from .errors import KernelError
 from .execute import Executor
 from .frontend import tracer as _tracer
 from .frontend.tensor import NkiTensor
@@ -138,7 +138,10 @@ def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None, functiona
 def _collect(tr: _tracer.Tracer, executor: Executor | None, returned: Any,
              user_arrays: dict[int, np.ndarray]) -> tuple[Any, ...]:
     """Outputs: the returned tensors' values; written argument arrays are updated in place."""
-    written = {a.tensor.id for ins in tr.program.instructions for a in ins.dsts.values()}
+    # Only argument arrays can need the written-tensor set; skip the scan otherwise (large
+    # programs record tens of thousands of instructions).
+    written = {a.tensor.id for ins in tr.program.instructions for a in ins.dsts.values()
+               if a.tensor.id in user_arrays} if user_arrays else set()
     if executor is not None:
         for tid, arr in user_arrays.items():
             if tid in written:
@@ -260,11 +263,3 @@ def _unwrap(outputs: tuple[Any, ...]) -> Any:
     if not outputs:
         return None
     return outputs[0] if len(outputs) == 1 else outputs
-
-
-def as_config(config: Any) -> NeuronCoreConfig:
-    """Normalise a config argument (re-exported for entry points)."""
-    return load_config(config)
-
-
-_ = SimulatorError

@@ -19,7 +19,7 @@ from ..errors import DTypeError, KernelError, MemorySpaceError, ShapeError, Unsu
 from ..ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
 from .indexing import IndexExpr, MaskExpr
-from .operands import ON_CHIP, engine_arg, issue, op_name, operand, scalar_value
+from .operands import engine_arg, issue, op_name, scalar_value
 from .tensor import NkiTensor
 
 
@@ -380,10 +380,10 @@ def iota(expr: Any, dtype: Any, *, mask: Any = None) -> NkiTensor:
     if not isinstance(expr, IndexExpr):
         raise _fail(KernelError, f"{what} expr: expected an nl.arange / nl.mgrid expression, "
                     f"found {type(expr).__name__}")
-    shape = expr.shape if expr.ndim >= 2 else expr.shape + (1,)
-    return issue(what, Opcode.IOTA, Engine.GPSIMD, shape, to_dtype(dtype, f"{what} dtype"), {},
-                 {"expr": expr.aligned(len(shape)).to_affine(len(shape))
-                  if expr.ndim >= 2 else expr[:, None].to_affine(2)}, mask=mask)
+    if expr.ndim < 2:
+        expr = expr[:, None]  # a 1-D expression fills one column: the partition dim comes first
+    return issue(what, Opcode.IOTA, Engine.GPSIMD, expr.shape, to_dtype(dtype, f"{what} dtype"),
+                 {}, {"expr": expr.to_affine(expr.ndim)}, mask=mask)
 
 
 def affine_select(pred: Any, on_true_tile: Any, on_false_value: Any, *, mask: Any = None,

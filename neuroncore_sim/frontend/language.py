@@ -18,11 +18,11 @@ from ..errors import CapacityError, KernelError, ShapeError, UnsupportedError
 from ..ir import Engine, MemSpace, Opcode
 from . import isa as nisa
 from . import tracer as _tracer
-from .dma import load, load_transpose2d, store
-from .indexing import arange, ds, mgrid
+from .dma import dma_move, load, load_transpose2d, store  # noqa: F401  (nl.load etc.)
+from .indexing import arange, ds, mgrid  # noqa: F401  (nl.arange etc.)
 from .nlmath import *  # noqa: F401,F403  (the element-wise / reduction surface)
 from .nlmath import binary, copy_op  # noqa: F401
-from .operands import issue_into, scalar_value
+from .operands import issue_into, operand, scalar_value
 from .tensor import NkiTensor
 
 # --- dtypes -------------------------------------------------------------------------------------
@@ -205,7 +205,6 @@ def assign(target: NkiTensor, value: Any) -> None:
     op = tr.pending if tr.pending is not None and tr.pending.result is value else None
     if op is not None and _can_write(op.opcode, target.space) and value.shape == target.shape:
         tr.take_pending(value)
-        from .operands import operand
         tr.complete(op, operand(target.shrink(op.box), "assignment target",
                                 (MemSpace.SBUF, MemSpace.PSUM, MemSpace.HBM), op.engine))
         value.retarget(target)
@@ -213,7 +212,6 @@ def assign(target: NkiTensor, value: Any) -> None:
     if _same_region(value, target):
         return
     if target.space is MemSpace.HBM or value.space is MemSpace.HBM:
-        from .dma import dma_move
         dma_move("assignment", target, value, None, None)
         return
     src = value.with_shape(target.shape) if value.shape != target.shape else value
@@ -236,7 +234,6 @@ def accumulate(target: NkiTensor, value: Any, op: str) -> NkiTensor:
             and pending.opcode is Opcode.NC_MATMUL and target.space is MemSpace.PSUM
             and value.shape == target.shape):
         tr.take_pending(value)
-        from .operands import operand
         tr.complete(pending, operand(target.shrink(pending.box), "matmul accumulation target",
                                           engine=pending.engine),
                     accumulate=True)
@@ -357,4 +354,3 @@ def __getattr__(name: str) -> Any:
     raise tr.fail(UnsupportedError, msg) if tr is not None else UnsupportedError(msg)
 
 
-_ = (load, load_transpose2d, store, arange, ds, mgrid, copy_op)  # re-exported names

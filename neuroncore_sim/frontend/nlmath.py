@@ -15,9 +15,6 @@ import builtins
 import math
 from typing import Any
 
-import numpy as np
-
-from .. import ops
 from ..dtypes import float32, is_float, promote, promote_scalar, to_dtype
 from ..errors import KernelError, MemorySpaceError, ShapeError, UnsupportedError
 from ..ir import MemSpace
@@ -25,6 +22,18 @@ from . import isa as nisa
 from . import tracer as _tracer
 from .operands import nki_op
 from .tensor import NkiTensor
+
+#: The names ``nl`` re-exports (``from .nlmath import *``).
+__all__ = [
+    "abs", "add", "all", "arctan", "bitwise_and", "bitwise_or", "bitwise_xor", "broadcast_to",
+    "ceil", "copy_op", "cos", "divide", "equal", "erf", "erf_dx", "exp", "floor", "fmod", "gelu",
+    "gelu_apprx_sigmoid", "gelu_apprx_tanh", "gelu_dx", "greater", "greater_equal", "invert",
+    "left_shift", "less", "less_equal", "log", "logical_and", "logical_not", "logical_or",
+    "logical_xor", "max", "maximum", "mean", "min", "minimum", "mish", "mod", "multiply",
+    "negative", "not_equal", "power", "prod", "reciprocal", "relu", "right_shift", "rms_norm",
+    "rsqrt", "sigmoid", "sign", "silu", "silu_dx", "sin", "softmax", "softplus", "sqrt", "square",
+    "static_cast", "subtract", "sum", "tan", "tanh", "trunc", "var", "where",
+]
 
 _COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "equal", "not_equal",
                           "logical_and", "logical_or", "logical_xor", "bitwise_and",
@@ -123,10 +132,15 @@ def _make_unary(name: str) -> Any:
     return nki_op(name)(fn)
 
 
-_UNARY = ("exp", "log", "sin", "cos", "tan", "tanh", "arctan", "sqrt", "rsqrt", "sigmoid", "relu",
-          "gelu", "gelu_dx", "gelu_apprx_tanh", "gelu_apprx_sigmoid", "silu", "silu_dx", "erf",
-          "erf_dx", "softplus", "mish", "square", "abs", "sign", "floor", "ceil", "trunc")
-globals().update({n: _make_unary(n) for n in _UNARY})
+exp, log, sin, cos, tan, tanh, arctan = (_make_unary(n) for n in (
+    "exp", "log", "sin", "cos", "tan", "tanh", "arctan"))
+sqrt, rsqrt, sigmoid, relu, softplus, mish, square = (_make_unary(n) for n in (
+    "sqrt", "rsqrt", "sigmoid", "relu", "softplus", "mish", "square"))
+gelu, gelu_dx, gelu_apprx_tanh, gelu_apprx_sigmoid, silu, silu_dx, erf, erf_dx = (
+    _make_unary(n) for n in ("gelu", "gelu_dx", "gelu_apprx_tanh", "gelu_apprx_sigmoid", "silu",
+                             "silu_dx", "erf", "erf_dx"))
+abs, sign, floor, ceil, trunc = (_make_unary(n) for n in (  # noqa: A001
+    "abs", "sign", "floor", "ceil", "trunc"))
 copy_op = nki_op("copy")(lambda x: x)  # the identity activation when passed as op=
 
 
@@ -217,9 +231,10 @@ def var(x: Any, axis: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> 
 
 
 # --- composites ----------------------------------------------------------------------------------
-def _partition_column(tr: _tracer.Tracer, p: int) -> NkiTensor:
+def _partition_column(p: int) -> NkiTensor:
+    """A fresh [p, 1] float32 SBUF tile (an accumulator-register read target)."""
     from .language import ndarray
-    return ndarray((p, 1), float32, buffer=None)
+    return ndarray((p, 1), float32)
 
 
 def softmax(x: Any, axis: Any = -1, *, dtype: Any = None, compute_dtype: Any = None,
@@ -231,7 +246,7 @@ def softmax(x: Any, axis: Any = -1, *, dtype: Any = None, compute_dtype: Any = N
                       f"(the free axis), found {getattr(x, 'shape', x)} axis {axis}")
     m = nisa.tensor_reduce("maximum", x, 1, keepdims=True, dtype=float32, mask=mask)
     neg_m = nisa.tensor_scalar(m, "multiply", -1.0, dtype=float32, mask=mask)
-    total = _partition_column(tr, x.shape[0])
+    total = _partition_column(x.shape[0])
     e = nisa.activation("exp", x, bias=neg_m, reduce_res=total, reduce_cmd="reset_reduce",
                         dtype=float32, mask=mask)
     inv = nisa.reciprocal(total, dtype=float32, mask=mask)
@@ -246,7 +261,7 @@ def rms_norm(x: Any, w: Any, axis: Any, n: Any, epsilon: float = 1e-6, *, dtype:
     if not isinstance(x, NkiTensor) or x.ndim != 2:
         raise tr.fail(UnsupportedError, f"nl.rms_norm: expected a 2-D tile, found "
                       f"{getattr(x, 'shape', x)}")
-    ss = _partition_column(tr, x.shape[0])
+    ss = _partition_column(x.shape[0])
     nisa.activation("square", x, reduce_res=ss, reduce_cmd="reset_reduce", dtype=float32,
                     mask=mask)
     ms = nisa.tensor_scalar(ss, "multiply", 1.0 / float(n), op1="add", operand1=float(epsilon),

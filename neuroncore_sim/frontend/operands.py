@@ -13,7 +13,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import ops
-from ..errors import AccessError, KernelError, UnsupportedError
+from ..errors import AccessError, KernelError, MemorySpaceError, UnsupportedError
 from ..ir import Access, Affine, Engine, MemSpace, Opcode, Predicate
 from . import tracer as _tracer
 from .indexing import MaskExpr
@@ -114,7 +114,6 @@ def operand(t: Any, what: str, spaces: tuple[MemSpace, ...] = ON_CHIP,
     if not isinstance(t, NkiTensor):
         raise tr.fail(KernelError, f"{what}: expected a tile, found {type(t).__name__}")
     if t.space not in spaces:
-        from ..errors import MemorySpaceError
         names = " or ".join(s.value for s in spaces)
         raise tr.fail(MemorySpaceError,
                       f"{what}: expected a tensor in {names}, found {t.space.value}")

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import dtype_name
-from ..errors import AccessError, MemorySpaceError, SimulatorError, UnsupportedError
+from ..errors import AccessError, SimulatorError, UnsupportedError
 from ..ir import Access, MemSpace, TensorDecl
 from . import tracer as _tracer
 from .indexing import IndexExpr, _is_int
@@ -353,14 +353,6 @@ class NkiTensor:
     def __isub__(self, o: Any) -> NkiTensor: return _nl.accumulate(self, o, "subtract")
     def __imul__(self, o: Any) -> NkiTensor: return _nl.accumulate(self, o, "multiply")
     def __itruediv__(self, o: Any) -> NkiTensor: return _nl.accumulate(self, o, "divide")
-
-
-def require_space(t: NkiTensor, what: str, allowed: tuple[MemSpace, ...]) -> None:
-    """Raise MemorySpaceError unless ``t`` lives in one of ``allowed``."""
-    if t.space not in allowed:
-        names = " or ".join(s.value for s in allowed)
-        raise _tracer.current().fail(
-            MemorySpaceError, f"{what}; expected a tensor in {names}, found {t.space.value}")
 
 
 from . import language as _nl  # noqa: E402  (operators forward to nl; cyclic by design)

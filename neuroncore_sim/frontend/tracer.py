@@ -170,9 +170,9 @@ class Tracer:
     # --- tensors -------------------------------------------------------------------------------
     def new_tensor(self, space: MemSpace, shape: tuple[int, ...], dtype: np.dtype, *,
                    partition_axis: int = 0, kind: str = "tile", name: str | None = None,
-                   values: np.ndarray | None = None, declare: bool = True,
+                   values: np.ndarray | None = None,
                    site: SourceLoc | None = None) -> TensorDecl:
-        """Declare a tensor in the program (and to the backend unless ``declare`` is False)."""
+        """Declare a tensor in the program and to the value backend."""
         site = site if site is not None else self.user_loc()
         if kind == "output":
             # Every SPMD instance allocates "the same" shared_hbm output: one tensor for all.
@@ -188,14 +188,9 @@ class Tracer:
         self.program.tensors.append(decl)
         if kind == "output":
             self._shared[(site, self._shared_count - 1)] = decl
-        if declare and self.backend is not None:
+        if self.backend is not None:
             self.backend.declare(decl, values)
         return decl
-
-    def declare_late(self, decl: TensorDecl) -> None:
-        """Declare to the backend a tensor created with ``declare=False``."""
-        if self.backend is not None:
-            self.backend.declare(decl, None)
 
     # --- instructions --------------------------------------------------------------------------
     def record(self, opcode: Opcode, engine: Engine, dsts: dict[str, Access],
