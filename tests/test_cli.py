@@ -139,5 +139,5 @@ def test_run_uses_config_and_timing_only(tmp_path, capsys):
     slow = capsys.readouterr().out
     assert "returned NoneType" in slow
     with record_launches(config=str(toml), functional=False) as launches:
-        from neuroncore_sim.nki import jit
+        pass  # no launch inside: the recorder only carries the settings
     assert len(launches) == 0 and launches.config.dma_engine_bytes_per_ns == 1.0

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import neuroncore_sim as ncs
-from neuroncore_sim.errors import AccessError, CapacityError, KernelError, ShapeError
+from neuroncore_sim.errors import AccessError, CapacityError, KernelError
 import neuroncore_sim.nki.isa as nisa
 import neuroncore_sim.nki.language as nl
 
