@@ -366,3 +366,19 @@ def test_tile_size_program_ndim_and_shared_constant():
 
     a = np.ones((3, 4), np.float32)
     np.testing.assert_array_equal(ncs.trace(k, a, grid=(1, 2)).outputs[0], table + 1)
+
+
+def test_assignment_never_makes_an_engine_write_where_it_cannot():
+    def k(a):
+        out = nl.ndarray((32, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray((32, 64), dtype=nl.float32)  # SBUF
+        t[...] = nisa.nc_transpose(nl.load(a), engine=nisa.tensor_engine)  # TensorE -> PSUM only
+        nl.store(out, value=t)
+        return out
+
+    a = RNG.random((64, 32), dtype=np.float32)
+    launch = run(k, a)
+    np.testing.assert_array_equal(launch.outputs[0], a.T)
+    for ins in launch.program.instructions:
+        if ins.engine.value == "tensor":
+            assert ins.out.space.value == "psum"

@@ -203,7 +203,7 @@ def assign(target: NkiTensor, value: Any) -> None:
                    dst_spaces=(MemSpace.SBUF, MemSpace.PSUM))
         return
     op = tr.pending if tr.pending is not None and tr.pending.result is value else None
-    if op is not None and _can_write(op.opcode, target.space) and value.shape == target.shape:
+    if op is not None and _can_write(op.engine, target.space) and value.shape == target.shape:
         tr.take_pending(value)
         tr.complete(op, operand(target.shrink(op.box), "assignment target",
                                 (MemSpace.SBUF, MemSpace.PSUM, MemSpace.HBM), op.engine))
@@ -218,12 +218,14 @@ def assign(target: NkiTensor, value: Any) -> None:
     issue_into("tensor_copy", Opcode.TENSOR_COPY, Engine.VECTOR, target, {"src": src}, {})
 
 
-def _can_write(opcode: Opcode, space: MemSpace) -> bool:
-    if opcode is Opcode.NC_MATMUL:
-        return space is MemSpace.PSUM
-    if opcode is Opcode.DMA_COPY:
-        return space in (MemSpace.SBUF, MemSpace.HBM)
-    return space in (MemSpace.SBUF, MemSpace.PSUM)
+#: Where each engine can write an instruction's result directly (architecture guide: TensorE
+#: writes PSUM only, GpSimd cannot reach PSUM, DMA reaches HBM and SBUF).
+_WRITABLE = {Engine.TENSOR: (MemSpace.PSUM,), Engine.GPSIMD: (MemSpace.SBUF,),
+             Engine.DMA: (MemSpace.SBUF, MemSpace.HBM)}
+
+
+def _can_write(engine: Engine, space: MemSpace) -> bool:
+    return space in _WRITABLE.get(engine, (MemSpace.SBUF, MemSpace.PSUM))
 
 
 def accumulate(target: NkiTensor, value: Any, op: str) -> NkiTensor:
