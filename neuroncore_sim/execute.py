@@ -19,15 +19,14 @@ from .dtypes import cast, dtype_name
 from .errors import KernelError, ShapeError, SimulatorError, UnsupportedError, expected
 from .ir import Access, Engine, Instruction, Opcode, TensorDecl
 from .memory import Memory
-from .semantics import SEMANTICS, Out, accumulate, canon, matmul
+from .psum_chain import PsumChains
+from .semantics import SEMANTICS, Out, accumulate, canon
 
 #: Values of ``reduce_cmd`` (nki.isa.reduce_cmd) the activation accumulators support.
 REDUCE_CMDS = frozenset({"idle", "reset", "reduce", "reset_reduce"})
 _RESETS = frozenset({"reset", "reset_reduce"})
 _REDUCES = frozenset({"reduce", "reset_reduce"})
 _ACTIVATIONS = frozenset({Opcode.ACTIVATION, Opcode.ACTIVATION_REDUCE})
-#: Bytes of float32 operand conversions kept for reuse (a 2048^3 bf16 GEMM re-reads ~20 MiB).
-F32_CACHE_BYTES = 32 * 1024 * 1024
 _F32 = np.dtype(np.float32)
 
 
@@ -50,24 +49,14 @@ class Executor:
         self._registers: dict[Engine, np.ndarray] = {}
         #: Tensors of dtype tfloat32 (their float32 storage hides the rounding a write needs).
         self._tf32: set[TensorDecl] = set()
-        #: Writes per tensor: a float32 conversion of a region is reusable while this is unchanged.
-        self._versions: dict[TensorDecl, int] = {}
-        #: (tensor, offset, pattern) -> (version, float32 copy of the region): stationary and
-        #: moving tiles are re-read by many matmuls, and converting them again costs ~30% of a
-        #: GEMM's functional run.
-        self._f32_cache: dict[tuple, tuple[int, np.ndarray]] = {}
-        self._f32_cache_bytes = 0
-        #: One evicted conversion buffer per shape, recycled by the next conversion.
-        self._spare: dict[tuple[int, ...], np.ndarray] = {}
-        #: Reused matmul result buffers by shape (fresh 256 KiB temporaries page-fault each time).
-        self._scratch: dict[tuple[int, ...], np.ndarray] = {}
+        #: nc_matmul held back and evaluated as one GEMM per PSUM accumulation chain.
+        self._chains = PsumChains(self.memory)
 
     # --- the protocol the front end uses ---------------------------------------------------------
 
     def declare(self, decl: TensorDecl, values: np.ndarray | None) -> None:
         """Allocate ``decl``, initialised from ``values`` (declared shape) or NaN / 0."""
         self.memory.declare(decl, values)
-        self._touch(decl)
         if dtype_name(decl.dtype) == "tfloat32":  # stored as float32 but rounded on every write
             self._tf32.add(decl)
 
@@ -83,8 +72,10 @@ class Executor:
             raise UnsupportedError(expected("opcode", sorted(o.value for o in SEMANTICS),
                                             ins.opcode), loc=_loc(ins))
         try:
-            if ins.opcode is Opcode.NC_MATMUL and self._matmul(ins):
+            if ins.opcode is Opcode.NC_MATMUL and self._defer_matmul(ins):
                 return
+            if self._chains:  # pending matmuls this instruction reads or overwrites land first
+                self._chains.before(list(ins.srcs.values()), list(ins.dsts.values()))
             view = self.memory.view
             srcs = {role: view(a) for role, a in ins.srcs.items()}
             outs = {role: Out(a.shape, a.dtype) for role, a in ins.dsts.items()}
@@ -110,6 +101,7 @@ class Executor:
     def read(self, access: Access) -> np.ndarray:
         """A copy of the region ``access`` selects (shape ``access.shape``, the tensor's dtype;
         tfloat32 reads as float32)."""
+        self._chains.flush()
         return self.memory.view(access).copy()
 
     def write(self, access: Access, values: np.ndarray) -> None:
@@ -119,7 +111,7 @@ class Executor:
         arr = np.asarray(values)
         if arr.shape != dst.shape and arr.size == dst.size:
             arr = arr.reshape(dst.shape)
-        self._touch(access.tensor)
+        self._chains.flush()
         try:
             np.copyto(dst, cast(arr, access.tensor.dtype), casting="unsafe")
         except ValueError:
@@ -128,6 +120,7 @@ class Executor:
 
     def logical(self, decl: TensorDecl) -> np.ndarray:
         """A copy of tensor ``decl`` in its declared shape."""
+        self._chains.flush()
         return self.memory.logical(decl)
 
     # --- helpers -----------------------------------------------------------------------------
@@ -136,7 +129,6 @@ class Executor:
         """Write one result into its destination (cast, reshape, mask, accumulate)."""
         acc = ins.dsts[role]
         dst = self.memory.view(acc)
-        self._touch(acc.tensor)
         if value.shape != dst.shape and value.size == dst.size:
             value = value.reshape(dst.shape)  # e.g. flattened free axes, [1, F] vs [F]
         where = None
@@ -155,60 +147,18 @@ class Executor:
         else:
             np.copyto(dst, value, casting="unsafe", where=where)
 
-    def _touch(self, decl: TensorDecl) -> None:
-        """Record a write to ``decl`` (invalidates its cached float32 conversions)."""
-        self._versions[decl] = self._versions.get(decl, 0) + 1
-
-    def _as_f32(self, access: Access) -> np.ndarray:
-        """The region ``access`` selects as float32, reusing an unchanged earlier conversion."""
-        view = self.memory.view(access)
-        if view.dtype == _F32:
-            return view
-        key = (access.tensor, access.offset, access.pattern)
-        version = self._versions.get(access.tensor, 0)
-        hit = self._f32_cache.pop(key, None)
-        if hit is not None:
-            self._f32_cache_bytes -= hit[1].nbytes
-            if hit[0] != version:
-                hit = None
-        if hit is None:
-            # Convert into an evicted buffer of the same shape when there is one: fresh
-            # 256 KiB arrays cost more in page faults than the conversion itself.
-            spare = self._spare.pop(view.shape, None)
-            arr = view.astype(_F32) if spare is None else spare
-            if spare is not None:
-                np.copyto(arr, view, casting="unsafe")
-        else:
-            arr = hit[1]
-        self._f32_cache[key] = (version, arr)  # (re)inserted last: evicted last
-        self._f32_cache_bytes += arr.nbytes
-        while self._f32_cache_bytes > F32_CACHE_BYTES and len(self._f32_cache) > 1:
-            _, (_, old) = _pop_oldest(self._f32_cache)
-            self._f32_cache_bytes -= old.nbytes
-            self._spare[old.shape] = old
-        return arr
-
-    def _matmul(self, ins: Instruction) -> bool:
-        """nc_matmul without temporaries: cached float32 operands, a reused result buffer, and
-        PSUM accumulation in place. Returns False when the general path must run instead
-        (masked or non-fp32 output, or shapes the general path should report)."""
+    def _defer_matmul(self, ins: Instruction) -> bool:
+        """Hold an nc_matmul back in its PSUM accumulation chain (psum_chain.py). Returns False
+        when the general path must run it now (masked or non-fp32 output, or operand shapes the
+        general path should report)."""
         acc = ins.dsts["out"]
         if ins.mask is not None or acc.dtype != _F32 or acc.tensor in self._tf32:
             return False
-        s, m = self._as_f32(ins.srcs["stationary"]), self._as_f32(ins.srcs["moving"])
-        shape = (s.size // max(s.shape[0], 1), m.size // max(m.shape[0], 1))
-        dst = self.memory.view(acc)
-        if dst.size != shape[0] * shape[1]:
-            return False  # the general path reports the shape mismatch
-        buf = self._scratch.get(shape)
-        if buf is None:
-            buf = self._scratch[shape] = np.empty(shape, _F32)
-        result = matmul(s, m, out=buf).reshape(dst.shape)
-        if ins.attrs.get("accumulate"):
-            np.add(dst, result, out=dst)
-        else:
-            np.copyto(dst, result)
-        self._touch(acc.tensor)
+        s, m = ins.srcs["stationary"], ins.srcs["moving"]
+        k = s.partitions
+        if k <= 0 or m.partitions != k or acc.size != (s.size // k) * (m.size // k):
+            return False
+        self._chains.add(acc, bool(ins.attrs.get("accumulate")), s, m)
         return True
 
     def _accumulators(self, ins: Instruction, results: dict[str, np.ndarray]) -> None:
@@ -252,12 +202,6 @@ def _read_modify_write(ins: Instruction) -> bool:
             raise UnsupportedError(expected("dma_copy dst_rmw_op", "None or 'add'", repr(op)))
         return True
     return False
-
-
-def _pop_oldest(cache: dict) -> tuple:
-    """Remove and return the least recently inserted (key, value) of a dict."""
-    key = next(iter(cache))
-    return key, cache.pop(key)
 
 
 def _loc(ins: Instruction) -> str | None:

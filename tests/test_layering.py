@@ -48,6 +48,7 @@ MODULE_GROUP: dict[str, str] = {
     "memory": "values",
     "semantics": "values",
     "execute": "values",
+    "psum_chain": "values",
     "cost": "time",
     "schedule": "time",
     "dma": "time",
