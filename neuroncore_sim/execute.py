@@ -51,6 +51,8 @@ class Executor:
         self._tf32: set[TensorDecl] = set()
         #: nc_matmul held back and evaluated as one GEMM per PSUM accumulation chain.
         self._chains = PsumChains(self.memory)
+        #: dead tiles kept because a pending chain still reads them (see :meth:`release`)
+        self._zombies: set[TensorDecl] = set()
 
     # --- the protocol the front end uses ---------------------------------------------------------
 
@@ -76,6 +78,8 @@ class Executor:
                 return
             if self._chains:  # pending matmuls this instruction reads or overwrites land first
                 self._chains.before(list(ins.srcs.values()), list(ins.dsts.values()))
+            if self._zombies:
+                self._bury()
             view = self.memory.view
             srcs = {role: view(a) for role, a in ins.srcs.items()}
             outs = {role: Out(a.shape, a.dtype) for role, a in ins.dsts.items()}
@@ -107,7 +111,7 @@ class Executor:
     def write(self, access: Access, values: np.ndarray) -> None:
         """Overwrite the region ``access`` selects with ``values`` (cast to the tensor's dtype;
         same shape, same number of elements, or broadcastable)."""
-        dst = self.memory.view(access)
+        dst = self.memory.view_for_write(access)
         arr = np.asarray(values)
         if arr.shape != dst.shape and arr.size == dst.size:
             arr = arr.reshape(dst.shape)
@@ -117,6 +121,22 @@ class Executor:
         except ValueError:
             raise ShapeError(expected(f"values written to {access!r}", f"shape {dst.shape}",
                                       f"shape {arr.shape}")) from None
+
+    def release(self, decl: TensorDecl) -> None:
+        """The kernel can no longer name tile ``decl``: give its storage back for reuse, once no
+        pending matmul reads it (pending matmuls into it are dropped: nothing can read them)."""
+        self._chains.drop(decl)
+        self._tf32.discard(decl)
+        if self._chains.reads(decl):
+            self._zombies.add(decl)
+        else:
+            self.memory.release(decl)
+
+    def _bury(self) -> None:
+        """Release the dead tiles whose last pending reader has been evaluated."""
+        for decl in [d for d in self._zombies if not self._chains.reads(d)]:
+            self._zombies.discard(decl)
+            self.memory.release(decl)
 
     def logical(self, decl: TensorDecl) -> np.ndarray:
         """A copy of tensor ``decl`` in its declared shape."""
@@ -128,14 +148,16 @@ class Executor:
     def _store(self, ins: Instruction, role: str, value: np.ndarray) -> None:
         """Write one result into its destination (cast, reshape, mask, accumulate)."""
         acc = ins.dsts[role]
-        dst = self.memory.view(acc)
+        where = None
+        if ins.mask is not None and acc.shape == ins.dsts["out"].shape:
+            where = ins.mask.evaluate(acc.shape)
+        rmw = _read_modify_write(ins)
+        dst = (self.memory.view(acc) if rmw or where is not None
+               else self.memory.view_for_write(acc))
         if value.shape != dst.shape and value.size == dst.size:
             value = value.reshape(dst.shape)  # e.g. flattened free axes, [1, F] vs [F]
-        where = None
-        if ins.mask is not None and dst.shape == ins.dsts["out"].shape:
-            where = ins.mask.evaluate(dst.shape)
         tf32 = acc.tensor in self._tf32
-        if _read_modify_write(ins):
+        if rmw:
             if where is None and dst.dtype == value.dtype == _F32 and not tf32:
                 np.add(dst, value, out=dst)  # accumulate in place, no temporaries
                 return

@@ -47,10 +47,15 @@ def from_layout(decl: TensorDecl, flat: np.ndarray) -> np.ndarray:
 class Memory:
     """The contents of every declared tensor, keyed by its :class:`TensorDecl` (identity)."""
 
-    __slots__ = ("_arrays",)
+    __slots__ = ("_arrays", "_free", "_released", "_unfilled")
 
     def __init__(self) -> None:
         self._arrays: dict[TensorDecl, np.ndarray] = {}
+        #: storage of released tiles, as raw bytes keyed by size, for the next declarations
+        self._free: dict[int, list[np.ndarray]] = {}
+        self._released: set[TensorDecl] = set()
+        #: tensors whose storage still has to be filled with NaN / 0 before it is first read
+        self._unfilled: dict[TensorDecl, float] = {}
 
     def declare(self, decl: TensorDecl, values: np.ndarray | None = None) -> None:
         """Allocate storage for ``decl``, filled from ``values`` (declared logical shape) or with
@@ -61,8 +66,12 @@ class Memory:
         """
         dt = storage_dtype(decl.dtype)
         if values is None:
-            fill = np.nan if is_float(decl.dtype) else 0
-            self._arrays[decl] = np.full(decl.size, fill, dtype=dt)
+            # Filled lazily: most tiles are first written whole (a load, a memset), and then
+            # filling them first would only cost time. Reused memory costs no page faults
+            # (fresh arrays do, per 4 KiB page).
+            pool = self._free.get(decl.size * dt.itemsize)
+            self._arrays[decl] = pool.pop().view(dt) if pool else np.empty(decl.size, dt)
+            self._unfilled[decl] = np.nan if is_float(decl.dtype) else 0
             return
         arr = np.asarray(values)
         if arr.shape != tuple(decl.shape):
@@ -71,6 +80,16 @@ class Memory:
         flat = to_layout(decl, cast(arr, decl.dtype))
         # Always own a fresh contiguous buffer: the caller's array must never alias device memory.
         self._arrays[decl] = np.array(flat, dtype=dt, copy=True)
+
+    def release(self, decl: TensorDecl) -> None:
+        """Take back the storage of a tile the kernel can no longer name; a later declaration of
+        the same byte size reuses it (refilled, as a new tile)."""
+        arr = self._arrays.pop(decl, None)
+        if arr is None:
+            return
+        self._released.add(decl)
+        self._unfilled.pop(decl, None)
+        self._free.setdefault(arr.nbytes, []).append(arr.view(np.uint8))
 
     def declared(self, decl: TensorDecl) -> bool:
         """True once ``decl`` has storage."""
@@ -83,10 +102,15 @@ class Memory:
             AccessError: ``decl`` was never declared.
         """
         try:
-            return self._arrays[decl]
+            arr = self._arrays[decl]
         except KeyError:
+            found = ("a tile whose storage was released when its last view died"
+                     if decl in self._released else "a tensor this executor never allocated")
             raise AccessError(expected(f"tensor {decl.name!r}", "a declared tensor",
-                                       "a tensor this executor never allocated")) from None
+                                       found)) from None
+        if decl in self._unfilled:
+            arr.fill(self._unfilled.pop(decl))
+        return arr
 
     def view(self, access: Access) -> np.ndarray:
         """A writable strided view of the elements ``access`` selects, of shape ``access.shape``.
@@ -97,6 +121,8 @@ class Memory:
         st = self._arrays.get(access.tensor)
         if st is None:
             st = self.storage(access.tensor)  # raises the descriptive AccessError
+        if self._unfilled and access.tensor in self._unfilled:
+            st.fill(self._unfilled.pop(access.tensor))
         isz = st.itemsize
         pattern = access.pattern
         try:
@@ -107,6 +133,15 @@ class Memory:
                               [s * isz for s, _ in pattern])
         except (ValueError, TypeError):
             raise AccessError(self._out_of_bounds(access, st.size)) from None
+
+    def view_for_write(self, access: Access) -> np.ndarray:
+        """:meth:`view`, for a caller about to overwrite every element it selects: a tensor not
+        filled yet stays unfilled when the access covers all of it."""
+        decl = access.tensor
+        if (self._unfilled and decl in self._unfilled and access.offset == 0
+                and access.size == decl.size and access.contiguous_runs()[0] == 1):
+            del self._unfilled[decl]
+        return self.view(access)
 
     def logical(self, decl: TensorDecl) -> np.ndarray:
         """A copy of the tensor in its declared logical shape."""

@@ -102,6 +102,16 @@ class PsumChains:
                 for psum in list(readers):
                     self.flush_tensor(psum)
 
+    def drop(self, psum: TensorDecl) -> None:
+        """Discard the pending chains into ``psum``: the kernel can no longer name the tile, so
+        nothing will ever read what they would write."""
+        if self._by_dst.pop(psum, None) is not None:
+            self._forget_readers(psum)
+
+    def reads(self, decl: TensorDecl) -> bool:
+        """True while a pending chain may still read ``decl`` (its storage must stay put)."""
+        return bool(self._readers.get(decl))
+
     def flush_tensor(self, psum: TensorDecl) -> None:
         """Evaluate every pending chain into ``psum``, in the order they were started."""
         for chain in list(self._by_dst.get(psum, {}).values()):
@@ -127,7 +137,7 @@ class PsumChains:
             m = self._concat(chain.moving, 1)
         s = s.astype(_F32, copy=False)
         m = m.astype(_F32, copy=False)
-        out = self._memory.view(dst)
+        out = self._memory.view(dst) if chain.accumulate else self._memory.view_for_write(dst)
         result = np.matmul(s.T, m, out=self._buffer(2, (s.shape[1], m.shape[1])))
         if chain.accumulate:
             np.add(out, result.reshape(out.shape), out=out)

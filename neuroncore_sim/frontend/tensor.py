@@ -33,12 +33,14 @@ class NkiTensor:
         dtype: the element dtype.
     """
 
-    __slots__ = ("decl", "shape", "dtype", "base", "coefs", "space", "_access", "_checked")
+    __slots__ = ("decl", "shape", "dtype", "base", "coefs", "space", "lease", "_access",
+                 "_checked")
 
     def __init__(self, decl: TensorDecl | None, shape: tuple[int, ...], dtype: np.dtype,
                  base: tuple[int, ...], coefs: tuple[tuple[int, ...], ...],
-                 space: MemSpace) -> None:
+                 space: MemSpace, lease: object = None) -> None:
         self.decl = decl
+        self.lease = lease  # keeps an on-chip tile's storage while any view of it lives
         self.shape = shape
         self.dtype = dtype
         self.base = base
@@ -52,7 +54,9 @@ class NkiTensor:
         """A view of all of ``decl`` in its declared shape."""
         nd = len(decl.shape)
         coefs = tuple(tuple(1 if a == d else 0 for a in range(nd)) for d in range(nd))
-        return cls(decl, decl.shape, decl.dtype, (0,) * nd, coefs, decl.space)
+        tr = _tracer.active_or_none()
+        return cls(decl, decl.shape, decl.dtype, (0,) * nd, coefs, decl.space,
+                   tr.lease(decl) if tr is not None else None)
 
     @classmethod
     def pending(cls, shape: tuple[int, ...], dtype: np.dtype, space: MemSpace) -> NkiTensor:
@@ -69,7 +73,7 @@ class NkiTensor:
     def retarget(self, view: NkiTensor) -> None:
         """Make this (pending) result refer to ``view``'s region."""
         self.decl, self.base, self.coefs, self.space = view.decl, view.base, view.coefs, view.space
-        self.dtype = view.dtype
+        self.dtype, self.lease = view.dtype, view.lease
         self._access, self._checked = view._access, view._checked
 
     def _resolved(self) -> TensorDecl:
@@ -166,7 +170,8 @@ class NkiTensor:
             for d in range(len(base)):
                 base[d] += self.coefs[d][a] * lo
             shape[a] = hi - lo
-        return NkiTensor(self.decl, tuple(shape), self.dtype, tuple(base), self.coefs, self.space)
+        return NkiTensor(self.decl, tuple(shape), self.dtype, tuple(base), self.coefs,
+                         self.space, self.lease)
 
     def partition_first(self) -> NkiTensor:
         """The same elements with the axis that walks the partitions moved to the front.
@@ -183,7 +188,8 @@ class NkiTensor:
             return self
         order = (axis,) + tuple(a for a in range(self.ndim) if a != axis)
         return NkiTensor(decl, tuple(self.shape[a] for a in order), self.dtype, self.base,
-                         tuple(tuple(r[a] for a in order) for r in self.coefs), self.space)
+                         tuple(tuple(r[a] for a in order) for r in self.coefs), self.space,
+                         self.lease)
 
     def with_shape(self, shape: tuple[int, ...]) -> NkiTensor:
         """Broadcast size-1 free axes to ``shape`` (stride 0), like the hardware's APs can."""
@@ -194,7 +200,8 @@ class NkiTensor:
             raise UnsupportedError(f"cannot broadcast {list(self.shape)} to {list(shape)}")
         coefs = tuple(tuple(0 if (n == 1 and m != 1) else c
                             for c, n, m in zip(row, self.shape, shape)) for row in self.coefs)
-        return NkiTensor(self.decl, tuple(shape), self.dtype, self.base, coefs, self.space)
+        return NkiTensor(self.decl, tuple(shape), self.dtype, self.base, coefs, self.space,
+                         self.lease)
 
     # --- indexing ------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> NkiTensor:
@@ -258,7 +265,7 @@ class NkiTensor:
                     f"expression, found {type(item).__name__}")
             axis += 1
         return NkiTensor(self.decl, tuple(shape), self.dtype, tuple(base),
-                         tuple(tuple(r) for r in new_coefs), self.space)
+                         tuple(tuple(r) for r in new_coefs), self.space, self.lease)
 
     def _index_affine(self, key: tuple[Any, ...]) -> NkiTensor:
         if len(key) != self.ndim or any(not (isinstance(k, IndexExpr) or _is_int(k)) for k in key):
@@ -285,7 +292,7 @@ class NkiTensor:
             coefs.append(tuple(sum(row[a] * e.coefs[b] for a, e in enumerate(exprs))
                                for b in range(ndim)))
         return NkiTensor(self.decl, tuple(shape), self.dtype, tuple(base), tuple(coefs),
-                         self.space)
+                         self.space, self.lease)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         target = self[key]

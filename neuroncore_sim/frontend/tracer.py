@@ -13,6 +13,11 @@ The most recent instruction is held *pending* until the next one is issued or it
 used. That lets ``t[...] = nisa.activation(...)`` write straight into ``t`` and
 ``psum += nisa.nc_matmul(...)`` accumulate in PSUM, as the NKI compiler does, instead of
 recording an extra copy.
+
+On-chip tiles hold their storage only while the kernel can still name them: every view of a tile
+shares one *lease* object, and when the last view is gone the backend gets the tile's storage
+back for the next tile (as the hardware reuses a loop's buffers). Without that, a functional run
+of a tiled kernel would keep every tile it ever allocated in host memory.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import weakref
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Iterator, Protocol
@@ -42,6 +48,14 @@ class ValueBackend(Protocol):
     def execute(self, ins: Instruction) -> None: ...
 
     def read(self, access: Access) -> np.ndarray: ...
+
+    def release(self, decl: TensorDecl) -> None: ...
+
+
+class Lease:
+    """Shared by every view of one on-chip tile; its death frees the tile's storage."""
+
+    __slots__ = ("__weakref__",)
 
 
 @dataclass(slots=True)
@@ -108,6 +122,10 @@ class Tracer:
         self._shared: dict[tuple[SourceLoc | None, int], TensorDecl] = {}
         self._shared_count = 0
         self._names: dict[str, int] = {}
+        self._leases: weakref.WeakValueDictionary[TensorDecl, Lease] = \
+            weakref.WeakValueDictionary()
+        #: tiles whose last view died, to hand back to the backend once no pending op reads them
+        self._dead: list[TensorDecl] = []
         #: first kernel line writing each input tensor (name -> location), see :meth:`finish`
         self.input_writes: dict[str, SourceLoc | None] = {}
 
@@ -210,7 +228,34 @@ class Tracer:
         self.program.instructions.append(ins)
         if self.backend is not None:
             self.backend.execute(ins)
+            if self._dead:
+                self._release_dead()
         return ins
+
+    # --- storage of dead tiles -------------------------------------------------------------------
+    def lease(self, decl: TensorDecl) -> Lease | None:
+        """The lease every view of ``decl`` must hold (None for HBM tensors, kernel arguments
+        and timing-only runs, whose storage is never handed back)."""
+        if self.backend is None or decl.space is MemSpace.HBM or decl.kind != "tile":
+            return None
+        token = self._leases.get(decl)
+        if token is None:
+            token = self._leases[decl] = Lease()
+            weakref.finalize(token, self._dead.append, decl)
+        return token
+
+    def _release_dead(self) -> None:
+        """Give the backend the storage of tiles no view names any more, except those the
+        pending op still uses."""
+        op = self.pending
+        keep = ({a.tensor for a in (*op.srcs.values(), *op.extra_dsts.values())}
+                if op is not None else ())
+        dead, self._dead[:] = list(self._dead), []
+        for decl in dead:
+            if decl in keep:
+                self._dead.append(decl)
+            else:
+                self.backend.release(decl)  # type: ignore[union-attr]
 
     def set_pending(self, op: PendingOp) -> None:
         """Hold ``op`` until its destination is known (see module docstring)."""
