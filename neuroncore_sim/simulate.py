@@ -93,7 +93,8 @@ def _bind_inputs(tr: _tracer.Tracer, fn: Callable[..., Any], args: tuple[Any, ..
             new_args.extend(convert(f"{name}{i}", v) for i, v in enumerate(value))
         elif kind is inspect.Parameter.VAR_KEYWORD:
             new_kwargs.update({k: convert(k, v) for k, v in value.items()})
-        elif kind is inspect.Parameter.KEYWORD_ONLY:
+        elif kind is inspect.Parameter.KEYWORD_ONLY or name in kwargs:
+            # Given by keyword: stays a keyword, so a skipped default before it keeps its value.
             new_kwargs[name] = convert(name, value)
         else:
             new_args.append(convert(name, value))

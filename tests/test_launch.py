@@ -87,3 +87,17 @@ def test_record_launches_applies_config_and_timing_only(tmp_path):
     with ncs.record_launches(config=str(toml), functional=False) as slow:
         assert kernel(a, a) is None
     assert slow[0].latency_ns > 5 * fast[0].latency_ns
+
+
+def _scaled(x, a=1.0, b=10.0):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.add(nl.multiply(nl.load(x), a), b))
+    return out
+
+
+@pytest.mark.parametrize("kwargs, want", [({}, 11.0), ({"b": 0.0}, 1.0), ({"a": 3.0}, 13.0),
+                                          ({"b": 2.0, "a": 2.0}, 4.0)])
+def test_keyword_arguments_keep_their_names_when_a_default_is_skipped(kwargs, want):
+    """Regression: ``b=`` alone used to be passed positionally, landing in ``a``."""
+    x = np.ones((128, 4), np.float32)
+    assert (ncs.simulate(_scaled, x, timing=False, **kwargs).outputs[0] == want).all()
