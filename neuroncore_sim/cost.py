@@ -312,13 +312,25 @@ def dma_transfers(ins: Instruction, config: NeuronCoreConfig) -> tuple[DmaTransf
     """
     src, dst = ins.srcs["src"], ins.out
     nbytes = max(src.nbytes, dst.nbytes)
+    indirect = ins.attrs.get("indirect")
     if ins.opcode is Opcode.DMA_TRANSPOSE:
         side = src if src.space in _ON_CHIP else dst
         buffers, slowdown = dma_buffers(side), config.dma_transpose_slowdown
+    elif indirect is not None:
+        # Only the gathered / scattered rows move: one descriptor per row of the index tile
+        # (times the contiguous runs of a row), against the tile side's own buffers.
+        tile, table = (dst, src) if indirect == "src" else (src, dst)
+        nbytes = tile.nbytes
+        rows = ins.srcs["index"].partitions * _runs(table.pattern[1:])
+        buffers, slowdown = max(dma_buffers(tile), rows), 1.0
     else:
         buffers, slowdown = max(dma_buffers(src), dma_buffers(dst)), 1.0
+    if ins.attrs.get("dst_rmw_op") is not None:
+        slowdown *= config.dma_rmw_passes  # the destination is read, then written back
     buffers = max(1, min(buffers, nbytes)) if nbytes else 1
     hbm_sides = (src.space is MemSpace.HBM) + (dst.space is MemSpace.HBM)
+    if ins.attrs.get("dst_rmw_op") is not None and dst.space is MemSpace.HBM:
+        hbm_sides += 1  # read-modify-write reads the HBM destination too
     n_transfers = min(config.dma_engines, buffers)
     out = []
     for t in range(n_transfers):

@@ -47,6 +47,8 @@ MODULE_GROUP: dict[str, str] = {
     "events": "vocabulary",
     "memory": "values",
     "semantics": "values",
+    "semantics_dma": "values",
+    "semantics_random": "values",
     "execute": "values",
     "cost": "time",
     "schedule": "time",

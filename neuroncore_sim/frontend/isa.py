@@ -435,8 +435,12 @@ def dma_copy(*, dst: Any, src: Any, mask: Any = None, dst_rmw_op: Any = None,
              oob_mode: Any = None, dge_mode: Any = None) -> None:
     """Copy ``src`` to ``dst`` with a DMA (HBM or SBUF on either side)."""
     from .dma import dma_move
+    from .indirect import IndirectView, dma_indirect
     rmw = None if dst_rmw_op is None else op_name(dst_rmw_op, "dma_copy dst_rmw_op",
                                                   frozenset({"add"}))
+    if isinstance(dst, IndirectView) or isinstance(src, IndirectView):
+        dma_indirect("dma_copy", dst, src, mask, rmw, oob_mode)
+        return
     dma_move("dma_copy", _tile(dst, "dma_copy dst"), _tile(src, "dma_copy src"), mask, rmw)
 
 
