@@ -39,7 +39,7 @@ _MAIN_ROLE: dict[Opcode, str] = {
     Opcode.TENSOR_REDUCE: "data", Opcode.TENSOR_PARTITION_REDUCE: "data",
     Opcode.TENSOR_TENSOR_SCAN: "data0", Opcode.TENSOR_COPY: "src",
     Opcode.AFFINE_SELECT: "on_true", Opcode.RECIPROCAL: "data", Opcode.BN_STATS: "data",
-    Opcode.BN_AGGR: "data",
+    Opcode.BN_AGGR: "data", Opcode.DROPOUT: "data", Opcode.GATHER_FLATTENED: "indices",
 }
 
 _ON_CHIP = (MemSpace.SBUF, MemSpace.PSUM)
@@ -52,7 +52,7 @@ def main_operand(ins: Instruction) -> Access:
     role = _MAIN_ROLE.get(ins.opcode)
     if role is not None and role in ins.srcs:
         return ins.srcs[role]
-    if ins.opcode in (Opcode.MEMSET, Opcode.IOTA) or not ins.srcs:
+    if ins.opcode in (Opcode.MEMSET, Opcode.IOTA, Opcode.RAND, Opcode.RANDOM_SEED) or not ins.srcs:
         return ins.out
     return next(iter(ins.srcs.values()))
 
@@ -197,6 +197,10 @@ _FORMULAS: dict[Opcode, Callable[[Instruction, NeuronCoreConfig, int], float]] =
     Opcode.RECIPROCAL: _reciprocal,
     Opcode.BN_STATS: _one_input,
     Opcode.BN_AGGR: _bn_aggr,
+    Opcode.DROPOUT: _one_input,  # documented: max(MIN_II, N)
+    # assumptions (docs/frontend.md): no nki.isa instruction documents these
+    Opcode.RAND: _one_input, Opcode.RANDOM_SEED: _one_input,
+    Opcode.GATHER_FLATTENED: _gpsimd_start_plus_n,
 }
 
 

@@ -4,8 +4,6 @@ DMA cost (one descriptor per gathered row)."""
 
 from __future__ import annotations
 
-import inspect
-import re
 
 import numpy as np
 import pytest
@@ -13,6 +11,7 @@ import pytest
 import neuroncore_sim as ncs
 import neuroncore_sim.nki.isa as nisa
 import neuroncore_sim.nki.language as nl
+from kernel_checks import expect_error
 from neuroncore_sim.config import TRN1
 from neuroncore_sim.cost import dma_transfers
 from neuroncore_sim.errors import AccessError, DTypeError, KernelError, MemorySpaceError, \
@@ -20,19 +19,6 @@ from neuroncore_sim.errors import AccessError, DTypeError, KernelError, MemorySp
 
 F32 = np.float32
 RNG = np.random.default_rng(7)
-
-
-def bad_line(kernel) -> int:
-    src, start = inspect.getsourcelines(kernel)
-    return start + next(i for i, s in enumerate(src) if "# BAD" in s)
-
-
-def expect_error(cls, message, kernel, *args):
-    with pytest.raises(cls) as info:
-        ncs.simulate(kernel, *args, timing=False)
-    assert type(info.value) is cls
-    assert info.value.loc == f"test_nl_indirect.py:{bad_line(kernel)}", str(info.value)
-    assert re.search(message, info.value.message), info.value.message
 
 
 # --- kernels (the NKI docs' examples, in our words) ----------------------------------------------

@@ -20,6 +20,7 @@ from ..ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
 from .indexing import IndexExpr, MaskExpr
 from .operands import engine_arg, issue, op_name, scalar_value
+from . import rng as _rng
 from .tensor import NkiTensor
 
 
@@ -68,6 +69,9 @@ class oob_mode(enum.IntEnum):  # noqa: N801
 
     error = 0
     skip = 1
+
+
+dropout = _rng.dropout  # nisa.dropout: VectorE, max(MIN_II, N) (defined with nl's randomness)
 
 
 def get_nc_version() -> nc_version:

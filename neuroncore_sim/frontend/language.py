@@ -20,7 +20,9 @@ from . import isa as nisa
 from . import tracer as _tracer
 from .dma import dma_move, load, load_transpose2d, store  # noqa: F401  (nl.load etc.)
 from .indexing import arange, ds, mgrid  # noqa: F401  (nl.arange etc.)
+from .gather import gather_flattened, loop_reduce  # noqa: F401
 from .indirect import atomic_rmw  # noqa: F401  (nl.atomic_rmw)
+from .rng import nl_dropout as dropout, rand, random_seed  # noqa: F401
 from .nlmath import *  # noqa: F401,F403  (the element-wise / reduction surface)
 from .nlmath import binary, copy_op  # noqa: F401
 from .operands import issue_into, operand, scalar_value
