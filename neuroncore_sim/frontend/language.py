@@ -125,8 +125,12 @@ def ndarray(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "",
     dt = _dt.to_dtype(dtype, "nl.ndarray dtype")
     if buf.space is not MemSpace.HBM:
         _check_tile_shape(tr, dims, pa, dt, buf)
+    placed = None
+    if type(buf) is not Buffer:  # ncc.sbuf.alloc / mod_alloc, ncc.psum.alloc / mod_alloc
+        from .compiler import placement
+        placed = placement(tr, buf, dims, pa, dt.itemsize)  # type: ignore[arg-type]
     decl = tr.new_tensor(buf.space, dims, dt, partition_axis=pa if buf.space is not MemSpace.HBM
-                         else 0, kind=buf.kind, name=name or None)
+                         else 0, kind=buf.kind, name=name or None, placement=placed)
     return NkiTensor.whole(decl)
 
 
