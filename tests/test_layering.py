@@ -42,6 +42,7 @@ MODULE_GROUP: dict[str, str] = {
     "errors": "errors",
     "config": "config",
     "dtypes": "dtypes",
+    "torch_io": "dtypes",
     "ir": "vocabulary",
     "ops": "vocabulary",
     "events": "vocabulary",
