@@ -79,6 +79,7 @@ class NeuronCoreConfig:
     dma_fixed_latency_ns: float
     dma_buffer_overhead_ns: float
     dma_transpose_slowdown: float
+    dma_rmw_passes: float
     hbm_bytes_per_ns: float
 
     # --- compiler behaviour (assumptions, see docs/model.md) ---------------------------------
@@ -175,6 +176,7 @@ TRN1 = NeuronCoreConfig(
     dma_fixed_latency_ns=1300.0,  # source: [DMABW] ~1300 ns descriptor/semaphore-to-start
     dma_buffer_overhead_ns=138.5,  # assumption: fitted to the [DMAOV] bytes/partition curve
     dma_transpose_slowdown=8.0,  # assumption: [PERF] "much lower DMA bandwidth", no number
+    dma_rmw_passes=2.0,  # assumption: a read-modify-write DMA reads its destination, then writes
     hbm_bytes_per_ns=410.0,  # source: [ARCH] 820 GB/s per chip, shared by 2 NeuronCores
     loop_tile_buffers=4,  # assumption: buffers the allocator rotates per allocation site
     two_input_cycles_per_element=2,  # source: [ARCH] cost model, two input tiles ~2N cycles

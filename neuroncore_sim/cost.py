@@ -39,7 +39,7 @@ _MAIN_ROLE: dict[Opcode, str] = {
     Opcode.TENSOR_REDUCE: "data", Opcode.TENSOR_PARTITION_REDUCE: "data",
     Opcode.TENSOR_TENSOR_SCAN: "data0", Opcode.TENSOR_COPY: "src",
     Opcode.AFFINE_SELECT: "on_true", Opcode.RECIPROCAL: "data", Opcode.BN_STATS: "data",
-    Opcode.BN_AGGR: "data",
+    Opcode.BN_AGGR: "data", Opcode.DROPOUT: "data", Opcode.GATHER_FLATTENED: "indices",
 }
 
 _ON_CHIP = (MemSpace.SBUF, MemSpace.PSUM)
@@ -52,7 +52,7 @@ def main_operand(ins: Instruction) -> Access:
     role = _MAIN_ROLE.get(ins.opcode)
     if role is not None and role in ins.srcs:
         return ins.srcs[role]
-    if ins.opcode in (Opcode.MEMSET, Opcode.IOTA) or not ins.srcs:
+    if ins.opcode in (Opcode.MEMSET, Opcode.IOTA, Opcode.RAND, Opcode.RANDOM_SEED) or not ins.srcs:
         return ins.out
     return next(iter(ins.srcs.values()))
 
@@ -197,6 +197,10 @@ _FORMULAS: dict[Opcode, Callable[[Instruction, NeuronCoreConfig, int], float]] =
     Opcode.RECIPROCAL: _reciprocal,
     Opcode.BN_STATS: _one_input,
     Opcode.BN_AGGR: _bn_aggr,
+    Opcode.DROPOUT: _one_input,  # documented: max(MIN_II, N)
+    # assumptions (docs/frontend.md): no nki.isa instruction documents these
+    Opcode.RAND: _one_input, Opcode.RANDOM_SEED: _one_input,
+    Opcode.GATHER_FLATTENED: _gpsimd_start_plus_n,
 }
 
 
@@ -312,13 +316,25 @@ def dma_transfers(ins: Instruction, config: NeuronCoreConfig) -> tuple[DmaTransf
     """
     src, dst = ins.srcs["src"], ins.out
     nbytes = max(src.nbytes, dst.nbytes)
+    indirect = ins.attrs.get("indirect")
     if ins.opcode is Opcode.DMA_TRANSPOSE:
         side = src if src.space in _ON_CHIP else dst
         buffers, slowdown = dma_buffers(side), config.dma_transpose_slowdown
+    elif indirect is not None:
+        # Only the gathered / scattered rows move: one descriptor per row of the index tile
+        # (times the contiguous runs of a row), against the tile side's own buffers.
+        tile, table = (dst, src) if indirect == "src" else (src, dst)
+        nbytes = tile.nbytes
+        rows = ins.srcs["index"].partitions * _runs(table.pattern[1:])
+        buffers, slowdown = max(dma_buffers(tile), rows), 1.0
     else:
         buffers, slowdown = max(dma_buffers(src), dma_buffers(dst)), 1.0
+    if ins.attrs.get("dst_rmw_op") is not None:
+        slowdown *= config.dma_rmw_passes  # the destination is read, then written back
     buffers = max(1, min(buffers, nbytes)) if nbytes else 1
     hbm_sides = (src.space is MemSpace.HBM) + (dst.space is MemSpace.HBM)
+    if ins.attrs.get("dst_rmw_op") is not None and dst.space is MemSpace.HBM:
+        hbm_sides += 1  # read-modify-write reads the HBM destination too
     n_transfers = min(config.dma_engines, buffers)
     out = []
     for t in range(n_transfers):

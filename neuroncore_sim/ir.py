@@ -72,6 +72,12 @@ class Opcode(str, enum.Enum):
     BN_AGGR = "bn_aggr"
     DMA_COPY = "dma_copy"
     DMA_TRANSPOSE = "dma_transpose"
+    # nki.language-level work with no nki.isa instruction of its own on NeuronCore-v2 (the
+    # lowering is a documented assumption, docs/frontend.md) and nisa.dropout:
+    DROPOUT = "dropout"
+    RAND = "rand"
+    RANDOM_SEED = "random_seed"
+    GATHER_FLATTENED = "gather_flattened"
 
 
 #: Roles and attrs of each opcode (the contract between front end, executor and timing model).
@@ -119,8 +125,22 @@ OPCODE_DOC: dict[Opcode, str] = {
     Opcode.BN_AGGR: "srcs data[P,6k]; dsts out[P,2]: mean and variance aggregated from "
     "bn_stats outputs.",
     Opcode.DMA_COPY: "srcs src; dsts out (same number of elements; shapes may differ only by "
-    "dims of size 1). attrs dst_rmw_op: None or 'add'. Engine DMA. Casts when dtypes differ.",
+    "dims of size 1). attrs dst_rmw_op: None or 'add'. Engine DMA. Casts when dtypes differ. "
+    "Indirect (attrs indirect 'src' or 'dst', oob_mode 'error'|'skip'): srcs index[P,1] (row "
+    "numbers); 'src': src is the whole table region [R,F...], out[p] = src[index[p]]; 'dst': "
+    "out is the whole table region, out[index[p]] = src[p] (dst_rmw_op 'add': adds, repeated "
+    "rows add up); optional srcs prior (the region's current values, kept where not written).",
     Opcode.DMA_TRANSPOSE: "srcs src[A,B]; dsts out[B,A]. Engine DMA; transposes while moving.",
+    Opcode.DROPOUT: "srcs data, seed[1,1] (the generator state), optional prob[P,1]; dsts out. "
+    "attrs prob (float, when no tile), counter: int. out = data where u >= prob else 0, u = "
+    "uniform [0, 1) numbers of generator (seed, counter).",
+    Opcode.RAND: "srcs seed[1,1]; dsts out. attrs counter: int. out = uniform [0, 1) numbers "
+    "of generator (seed, counter).",
+    Opcode.RANDOM_SEED: "srcs optional seed tile[1,1]; dsts out[1,1] (the generator state). "
+    "attrs seed (int, when no tile). out = seed as uint32.",
+    Opcode.GATHER_FLATTENED: "srcs data[P,...], indices[P,...] (uint32); dsts out (shape of "
+    "indices). out[p, i] = data[p].flat[indices[p].flat[i]]; out-of-range indices give NaN "
+    "(0 for integers).",
 }
 
 
@@ -133,6 +153,24 @@ class SourceLoc:
 
     def __str__(self) -> str:
         return f"{os.path.basename(self.filename)}:{self.lineno}"
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where the tiles of a directly allocated tensor (``ncc.sbuf.alloc`` / ``mod_alloc``,
+    ``ncc.psum.alloc`` / ``mod_alloc``) physically live.
+
+    Attributes:
+        tiles: one ``(start_partition, byte_addr)`` per logical block, block dims in row-major
+            order (one entry for a tensor without block dims). For PSUM ``byte_addr`` counts
+            from the start of bank 0 (``bank * bank_bytes + offset``).
+        partitions: partitions of one tile (the tensor's partition dim).
+        tile_bytes: bytes per partition of one tile (its free dims).
+    """
+
+    tiles: tuple[tuple[int, int], ...]
+    partitions: int
+    tile_bytes: int
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -149,6 +187,8 @@ class TensorDecl:
         kind: "input", "output" (shared_hbm allocated by the kernel), "hbm" (private scratch),
             "tile" (SBUF/PSUM) or "constant".
         site: the source line that allocated it (tiles from one site rotate through buffers).
+        placement: the explicit physical placement of a directly allocated tile (None: the
+            compiler's allocator decides).
     """
 
     id: int
@@ -159,6 +199,7 @@ class TensorDecl:
     partition_axis: int = 0
     kind: str = "tile"
     site: SourceLoc | None = None
+    placement: Placement | None = None
     rows: int = field(init=False)
     row_size: int = field(init=False)
     strides: tuple[int, ...] = field(init=False)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass
+from typing import Iterable
 
 from .config import NeuronCoreConfig
 from .errors import CapacityError
@@ -141,10 +142,14 @@ def _assign_buffers(instrs: list[Instruction], config: NeuronCoreConfig
     first: dict[int, int] = {}
     last: dict[int, int] = {}
     decls: dict[int, TensorDecl] = {}
+    placed: dict[int, TensorDecl] = {}
     for i, ins in enumerate(instrs):
         for a, _ in ins.accesses():
             t = a.tensor
             if t.space is MemSpace.HBM:
+                continue
+            if t.placement is not None:  # directly allocated: no ring, its own addresses
+                placed[t.id] = t
                 continue
             if t.id not in first:
                 first[t.id] = i
@@ -154,7 +159,7 @@ def _assign_buffers(instrs: list[Instruction], config: NeuronCoreConfig
     for tid in first:  # insertion order = order of first use
         sites.setdefault(_site_key(decls[tid]), []).append(tid)
     rings = [_ring(key, tids, decls, first, last, config) for key, tids in sites.items()]
-    rings = _fit(rings, config)
+    rings = _fit(rings, config, _placed_bytes(placed.values(), config))
     prev: dict[int, int] = {}
     for ring, tids in zip(rings, sites.values()):
         prev.update(_slots(tids, first, last, ring.buffers))
@@ -184,10 +189,36 @@ def _ring(key: tuple[object, ...], tids: list[int], decls: dict[int, TensorDecl]
     return BufferRing(site, t0.space, len(tids), live_max, buffers, slot)
 
 
-def _fit(rings: list[BufferRing], config: NeuronCoreConfig) -> list[BufferRing]:
-    """Shrink the largest rings (bytes) towards their live maximum until each space fits."""
-    capacity = {MemSpace.SBUF: config.sbuf_usable_bytes_per_partition,
-                MemSpace.PSUM: config.psum_bytes_per_partition}
+def _placed_bytes(placed: Iterable[TensorDecl], config: NeuronCoreConfig) -> dict[MemSpace, int]:
+    """Bytes per partition that directly allocated tiles take from the allocator, per space:
+    the union of their byte ranges (whatever their partitions); in PSUM, whole banks."""
+    spans: dict[MemSpace, set[tuple[int, int]]] = {MemSpace.SBUF: set(), MemSpace.PSUM: set()}
+    bank = config.psum_bank_bytes
+    for t in placed:
+        pl = t.placement
+        assert pl is not None
+        for _, addr in pl.tiles:
+            if t.space is MemSpace.PSUM:
+                spans[t.space].add((addr // bank * bank, (addr // bank + 1) * bank))
+            else:
+                spans[t.space].add((addr, addr + pl.tile_bytes))
+    out = {}
+    for space, ranges in spans.items():
+        total, end = 0, -1
+        for lo, hi in sorted(ranges):
+            if hi > end:
+                total += hi - max(lo, end)
+                end = hi
+        out[space] = total
+    return out
+
+
+def _fit(rings: list[BufferRing], config: NeuronCoreConfig,
+         placed: dict[MemSpace, int]) -> list[BufferRing]:
+    """Shrink the largest rings (bytes) towards their live maximum until each space fits in
+    what directly allocated tiles leave free."""
+    capacity = {MemSpace.SBUF: config.sbuf_usable_bytes_per_partition - placed[MemSpace.SBUF],
+                MemSpace.PSUM: config.psum_bytes_per_partition - placed[MemSpace.PSUM]}
     rings = list(rings)
     for space, cap in capacity.items():
         idx = [k for k, r in enumerate(rings) if r.space is space]
@@ -195,7 +226,7 @@ def _fit(rings: list[BufferRing], config: NeuronCoreConfig) -> list[BufferRing]:
         while total > cap:
             shrinkable = [k for k in idx if rings[k].buffers > rings[k].live_max]
             if not shrinkable:
-                _raise_capacity(space, [rings[k] for k in idx], total, cap)
+                _raise_capacity(space, [rings[k] for k in idx], total, cap, placed[space])
             k = max(shrinkable, key=lambda j: (rings[j].buffers * rings[j].slot_bytes, -j))
             r = rings[k]
             rings[k] = BufferRing(r.site, r.space, r.tiles, r.live_max, r.buffers - 1,
@@ -204,10 +235,13 @@ def _fit(rings: list[BufferRing], config: NeuronCoreConfig) -> list[BufferRing]:
     return rings
 
 
-def _raise_capacity(space: MemSpace, rings: list[BufferRing], total: int, cap: int) -> None:
+def _raise_capacity(space: MemSpace, rings: list[BufferRing], total: int, cap: int,
+                    placed: int) -> None:
     order = sorted(rings, key=lambda r: -r.buffers * r.slot_bytes)
     parts = ", ".join(f"{r.site} ({r.buffers} x {r.slot_bytes} B)" for r in order[:6])
     more = f" and {len(order) - 6} more" if len(order) > 6 else ""
+    if placed:
+        more += f" (directly allocated tiles take another {placed} bytes per partition)"
     raise CapacityError(
         f"{space.value.upper()} capacity: tiles live at once need {total} bytes per partition, "
         f"available {cap}; allocation sites: {parts}{more}",
@@ -250,6 +284,7 @@ def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
     ls_skip: list[int] = []
     last_stationary: tuple[object, ...] | None = None
     live = _LiveAccesses(writes, reads, n_buckets)
+    placed_writes = 0
     for i, ins in enumerate(instrs):
         me, q = ins.id, queue_name(ins)
         queue_of[me] = q
@@ -271,13 +306,16 @@ def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
         for a in ins.dsts.values():
             live.write(a, me, found)
             version[a.tensor.id] = version.get(a.tensor.id, 0) + 1
+            if a.tensor.placement is not None:  # may overwrite another placed tile's memory
+                placed_writes += 1
         if q != DMA_QUEUE:  # same in-order engine: only RAW needs an edge
             found = {j: k for j, k in found.items() if k == RAW or queue_of[j] != q}
         if found:
             deps[me] = tuple(sorted(found.items()))
         if ins.opcode is Opcode.NC_MATMUL:
             st = ins.srcs["stationary"]
-            key = (st.tensor.id, st.offset, st.pattern, version.get(st.tensor.id, 0))
+            key = (st.tensor.id, st.offset, st.pattern, version.get(st.tensor.id, 0),
+                   placed_writes if st.tensor.placement is not None else 0)
             if key == last_stationary:
                 ls_skip.append(me)
             last_stationary = key
@@ -293,41 +331,75 @@ _BUCKET_ABOVE_ROWS = 512
 _BUCKET_ROWS = 128
 
 
+#: Pseudo tensor ids of the physical SBUF and PSUM, where the accesses of directly allocated
+#: tiles are tracked (rows are partitions, one bucket; columns are byte addresses).
+_PHYSICAL = {MemSpace.SBUF: -1, MemSpace.PSUM: -2}
+
+Region = tuple[int, int, int, int, int, int]  # (tensor id, rows, row_lo, row_hi, col_lo, col_hi)
+
+
+def regions(a: Access) -> list[Region]:
+    """The regions whose overlaps are hazards: the access's bounds in its tensor, or, for a
+    directly allocated tile (``TensorDecl.placement``), the physical partitions and byte
+    ranges of every logical tile it touches, so tiles placed on the same memory alias."""
+    t = a.tensor
+    pl = t.placement
+    if pl is None:
+        return [(t.id, t.rows, a.row_lo, a.row_hi, a.col_lo, a.col_hi)]
+    per_tile = t.row_size // len(pl.tiles)  # elements of one logical tile per partition
+    isz = t.itemsize
+    out = []
+    if a.col_hi <= a.col_lo:
+        return out
+    for b in range(a.col_lo // per_tile, (a.col_hi - 1) // per_tile + 1):
+        start, addr = pl.tiles[b]
+        lo = max(a.col_lo - b * per_tile, 0)
+        hi = min(a.col_hi - b * per_tile, per_tile)
+        out.append((_PHYSICAL[t.space], _BUCKET_ABOVE_ROWS, start + a.row_lo,
+                    start + a.row_hi, addr + lo * isz, addr + hi * isz))
+    return out
+
+
 class _LiveAccesses:
     """The live reads and writes of every tensor, indexed by (tensor id, row bucket)."""
 
     def __init__(self, writes: dict, reads: dict, n_buckets: dict[int, int]) -> None:
         self.writes, self.reads, self.n_buckets = writes, reads, n_buckets
 
-    def _buckets(self, a: Access) -> range:
-        t = a.tensor
-        size = _BUCKET_ROWS if t.rows > _BUCKET_ABOVE_ROWS else max(1, t.rows)
-        if t.id not in self.n_buckets:
-            self.n_buckets[t.id] = -(-max(1, t.rows) // size)
-        return range(a.row_lo // size, (a.row_hi - 1) // size + 1)
+    def _buckets(self, tid: int, rows: int, r_lo: int, r_hi: int) -> range:
+        size = _BUCKET_ROWS if rows > _BUCKET_ABOVE_ROWS else max(1, rows)
+        if tid not in self.n_buckets:
+            self.n_buckets[tid] = -(-max(1, rows) // size)
+        return range(r_lo // size, (r_hi - 1) // size + 1)
 
     def read(self, a: Access, me: int, found: dict[int, int]) -> list[int]:
         """Record a read; RAW edges from the overlapping live writes. Returns their
         producers."""
-        tid = a.tensor.id
-        r_lo, r_hi, c_lo, c_hi = a.row_lo, a.row_hi, a.col_lo, a.col_hi
-        hits = []
-        entry = (r_lo, r_hi, c_lo, c_hi, me)
-        for b in self._buckets(a):
-            for w_rlo, w_rhi, w_clo, w_chi, j in self.writes.get((tid, b), ()):
-                if w_rlo < r_hi and r_lo < w_rhi and w_clo < c_hi and c_lo < w_chi and j != me:
-                    found[j] = RAW
-                    hits.append(j)
-            self.reads.setdefault((tid, b), []).append(entry)
+        hits: list[int] = []
+        for region in regions(a):
+            self._read(region, me, found, hits)
         return hits
 
     def write(self, a: Access, me: int, found: dict[int, int]) -> None:
         """Record a write; WAW/WAR edges from the overlapping live accesses, then drop the
         live accesses it covers."""
-        tid = a.tensor.id
-        r_lo, r_hi, c_lo, c_hi = a.row_lo, a.row_hi, a.col_lo, a.col_hi
+        for region in regions(a):
+            self._write(region, me, found)
+
+    def _read(self, region: Region, me: int, found: dict[int, int], hits: list[int]) -> None:
+        tid, rows, r_lo, r_hi, c_lo, c_hi = region
         entry = (r_lo, r_hi, c_lo, c_hi, me)
-        for b in self._buckets(a):
+        for b in self._buckets(tid, rows, r_lo, r_hi):
+            for w_rlo, w_rhi, w_clo, w_chi, j in self.writes.get((tid, b), ()):
+                if w_rlo < r_hi and r_lo < w_rhi and w_clo < c_hi and c_lo < w_chi and j != me:
+                    found[j] = RAW
+                    hits.append(j)
+            self.reads.setdefault((tid, b), []).append(entry)
+
+    def _write(self, region: Region, me: int, found: dict[int, int]) -> None:
+        tid, rows, r_lo, r_hi, c_lo, c_hi = region
+        entry = (r_lo, r_hi, c_lo, c_hi, me)
+        for b in self._buckets(tid, rows, r_lo, r_hi):
             key = (tid, b)
             for kind, table in ((WAW, self.writes), (WAR, self.reads)):
                 live = table.get(key)

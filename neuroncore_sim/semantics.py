@@ -461,3 +461,12 @@ SEMANTICS: dict[Opcode, Semantic] = {
     Opcode.RECIPROCAL: reciprocal, Opcode.BN_STATS: bn_stats, Opcode.BN_AGGR: bn_aggr,
     Opcode.DMA_COPY: dma_copy, Opcode.DMA_TRANSPOSE: dma_transpose,
 }
+
+# Opcodes whose meaning lives in their own modules (imported last: they build on this one).
+from . import semantics_dma as _dma, semantics_random as _random  # noqa: E402
+
+SEMANTICS.update({
+    Opcode.DMA_COPY: _dma.dma_copy, Opcode.GATHER_FLATTENED: _dma.gather_flattened,
+    Opcode.RANDOM_SEED: _random.random_seed, Opcode.RAND: _random.rand,
+    Opcode.DROPOUT: _random.dropout,
+})

@@ -31,6 +31,7 @@ from .frontend.typing import TensorType
 from .ir import MemSpace, Program
 from .result import SimResult
 from .timing import simulate_timing
+from .torch_io import TorchArgs
 
 
 @dataclass
@@ -117,6 +118,8 @@ def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None, functiona
         functional: compute values (False: record only, no numpy work).
     """
     fn = getattr(kernel, "func", kernel)
+    torch_args = TorchArgs(args, kwargs)  # torch tensors -> numpy views of their memory
+    args, kwargs = torch_args.args, torch_args.kwargs
     grid = _grid(grid if grid != () else getattr(kernel, "grid", ()))
     cfg = load_config(config)
     program = Program(getattr(fn, "__name__", "kernel"), grid)
@@ -230,7 +233,7 @@ class Kernel:
     """What ``nki.jit`` returns: call it like the function; ``kernel[grid](...)`` for SPMD.
 
     A call runs the kernel on the simulator and returns its outputs as numpy arrays (like
-    ``nki.simulate_kernel``). Inside a running kernel it is inlined as a sub-kernel call.
+    ``nki.simulate_kernel``), or as torch tensors when it was given torch tensors. Inside a running kernel it is inlined as a sub-kernel call.
     """
 
     def __init__(self, func: Callable[..., Any], grid: tuple[int, ...] = (),
@@ -249,12 +252,13 @@ class Kernel:
         if _tracer.active_or_none() is not None:
             return self.func(*args, **kwargs)  # a sub-kernel: inline it
         session = _SESSION.get()
+        targs = TorchArgs(args, kwargs)  # torch arguments give torch results
         if session is None:
-            res = simulate(self, *args, grid=self.grid, timing=False, **kwargs)
+            res = simulate(self, *targs.args, grid=self.grid, timing=False, **targs.kwargs)
         else:
-            res = simulate(self, *args, grid=self.grid, config=session.config,
-                           functional=session.functional, **kwargs)
-        return _unwrap(res.outputs)
+            res = simulate(self, *targs.args, grid=self.grid, config=session.config,
+                           functional=session.functional, **targs.kwargs)
+        return targs.results(_unwrap(res.outputs))
 
     def __repr__(self) -> str:
         return f"<nki kernel {self.__name__} grid={list(self.grid)}>"

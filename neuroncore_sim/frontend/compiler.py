@@ -1,17 +1,59 @@
 """``nki.compiler`` (ncc): allocation and compiler-directive helpers.
 
 ``ncc.sbuf.auto_alloc()`` / ``ncc.psum.auto_alloc()`` are the default allocators (``nl.sbuf``
-and ``nl.psum``). The compiler directives (``skip_middle_end_transformations`` and friends)
-change how the real compiler optimises, not what a kernel computes, so they are accepted as
-no-ops. Direct allocation (``alloc``/``mod_alloc``) is not implemented yet and says so.
+and ``nl.psum``). Direct allocation (the NKI Direct Allocation Developer Guide) is a ``buffer=``
+that places every logical tile of a tensor itself:
+
+* ``ncc.sbuf.alloc(func)``: ``func(idx, pdim_size, fdim_size) -> (start_partition, byte_addr)``
+  for each block index ``idx`` (a tuple, one int per block dim), ``pdim_size`` partitions and
+  ``fdim_size`` bytes per partition of one tile;
+* ``ncc.psum.alloc(func)``: the same returning ``(bank_id, start_partition, byte_addr)``;
+* ``ncc.sbuf.mod_alloc(base_addr=, base_partition=0, num_par_tiles=(), num_free_tiles=())`` and
+  ``ncc.psum.mod_alloc(base_bank=, base_addr=0, base_partition=0, num_bank_tiles=(), ...)``:
+  modulo allocation, block index ``i`` (per block dim) going to physical tile ``i % n``.
+
+``nl.ndarray`` evaluates the placement of every tile (:func:`placement`), checks it against the
+hardware (start-partition rule, SBUF usable bytes, PSUM banks) and records it on the tensor
+(``ir.Placement``). The timing model then uses the physical addresses: tiles placed on
+overlapping memory alias and serialise, whatever tensor they belong to. Values stay per logical
+tile (a kernel reading a tile whose memory another tile overwrote gets the logical values).
+
+The compiler directives (``skip_middle_end_transformations`` and friends) change how the real
+compiler optimises, not what a kernel computes, so they are accepted and change nothing.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
-from ..errors import UnsupportedError
+import numpy as np
+
+from ..errors import CapacityError, KernelError
+from ..ir import MemSpace, Placement
 from . import language as nl
+from . import tracer as _tracer
+
+
+class DirectBuffer(nl.Buffer):
+    """A ``buffer=`` that places each logical tile: ``func(idx, pdim_size, fdim_size)``."""
+
+    def __init__(self, name: str, space: MemSpace, func: Callable[..., Any]) -> None:
+        super().__init__(name, space, "tile")
+        self.func = func
+
+    def __repr__(self) -> str:
+        return f"ncc.{self.name}"
+
+
+def _modulo(base: int, counts: tuple[int, ...], scale: int, idx: tuple[int, ...]) -> int:
+    """``base + scale * (row-major position of idx % counts in a grid of counts)``; empty
+    ``counts`` means one physical tile per dim (every block on the same tile)."""
+    counts = tuple(counts) or (1,) * len(idx)
+    pos = 0
+    for i, n in zip(idx, counts):
+        pos = pos * int(n) + int(i) % int(n)
+    return int(base) + pos * scale
 
 
 class _Allocator:
@@ -22,15 +64,87 @@ class _Allocator:
         """The compiler-managed allocator: the same as passing ``nl.sbuf`` / ``nl.psum``."""
         return self._buffer
 
-    def alloc(self, *_: Any, **__: Any) -> Any:
-        raise UnsupportedError(f"ncc.{self._buffer.name}.alloc (direct allocation) is not "
-                               "supported by neuroncore_sim yet; use auto allocation")
+    def alloc(self, func: Callable[..., Any]) -> DirectBuffer:
+        """Direct allocation: ``func`` places each logical tile (see the module docstring)."""
+        if not callable(func):
+            raise KernelError(f"ncc.{self._buffer.name}.alloc: expected a callable "
+                              f"func(idx, pdim_size, fdim_size), found {type(func).__name__}")
+        return DirectBuffer(f"{self._buffer.name}.alloc", self._buffer.space, func)
 
-    mod_alloc = alloc
+
+class _SbufAllocator(_Allocator):
+    def mod_alloc(self, *, base_addr: int, base_partition: int = 0,
+                  num_par_tiles: tuple[int, ...] = (),
+                  num_free_tiles: tuple[int, ...] = ()) -> DirectBuffer:
+        """Modulo allocation from byte ``base_addr`` (and partition ``base_partition``)."""
+        def func(idx: tuple[int, ...], pdim: int, fdim: int) -> tuple[int, int]:
+            return (_modulo(base_partition, num_par_tiles, pdim, idx),
+                    _modulo(base_addr, num_free_tiles, fdim, idx))
+        return DirectBuffer("sbuf.mod_alloc", MemSpace.SBUF, func)
 
 
-sbuf = _Allocator(nl.sbuf)
-psum = _Allocator(nl.psum)
+class _PsumAllocator(_Allocator):
+    def mod_alloc(self, *, base_bank: int, base_addr: int = 0, base_partition: int = 0,
+                  num_bank_tiles: tuple[int, ...] = (), num_par_tiles: tuple[int, ...] = (),
+                  num_free_tiles: tuple[int, ...] = ()) -> DirectBuffer:
+        """Modulo allocation over banks from ``base_bank`` (one tile per bank)."""
+        def func(idx: tuple[int, ...], pdim: int, fdim: int) -> tuple[int, int, int]:
+            return (_modulo(base_bank, num_bank_tiles, 1, idx),
+                    _modulo(base_partition, num_par_tiles, pdim, idx),
+                    _modulo(base_addr, num_free_tiles, fdim, idx))
+        return DirectBuffer("psum.mod_alloc", MemSpace.PSUM, func)
+
+
+sbuf = _SbufAllocator(nl.sbuf)
+psum = _PsumAllocator(nl.psum)
+
+
+def placement(tr: _tracer.Tracer, buf: DirectBuffer, dims: tuple[int, ...], pa: int,
+              itemsize: int) -> Placement:
+    """Evaluate ``buf.func`` for every logical tile of a (B..., P, F...) tensor and check it.
+
+    Raises:
+        CapacityError: a tile past the usable SBUF bytes, the PSUM banks or partition 128.
+        KernelError: a malformed result or a start partition the hardware cannot address.
+    """
+    cfg, what = tr.config, f"ncc.{buf.name}"
+    pdim = dims[pa]
+    fdim = math.prod(dims[pa + 1:]) * itemsize
+    arity = 2 if buf.space is MemSpace.SBUF else 3
+    tiles = []
+    for idx in np.ndindex(*dims[:pa]):
+        idx = tuple(int(i) for i in idx)
+        loc = buf.func(idx, pdim, fdim)
+        if (not isinstance(loc, (tuple, list)) or len(loc) != arity
+                or not all(isinstance(v, (int, np.integer)) for v in loc)):
+            form = "(start_partition, byte_addr)" if arity == 2 else \
+                "(bank_id, start_partition, byte_addr)"
+            raise tr.fail(KernelError, f"{what}: the allocation function must return {form} "
+                          f"as ints; for block {idx} found {loc!r}")
+        loc = tuple(int(v) for v in loc)
+        if arity == 3:
+            bank, part, addr = loc
+            if not 0 <= bank < cfg.psum_num_banks:
+                raise tr.fail(CapacityError, f"{what}: block {idx}: expected a PSUM bank "
+                              f"0..{cfg.psum_num_banks - 1}, found bank {bank}")
+            if part or addr:
+                raise tr.fail(KernelError, f"{what}: block {idx}: expected start_partition 0 "
+                              f"and byte_addr 0 (one tile per PSUM bank, NKI docs), found "
+                              f"{part} and {addr}")
+            tiles.append((part, bank * cfg.psum_bank_bytes + addr))
+            continue
+        part, addr = loc
+        allowed = (0,) if pdim > 64 else (0, 64) if pdim > 32 else (0, 32, 64, 96)
+        if part not in allowed:
+            raise tr.fail(KernelError, f"{what}: block {idx}: a tile of {pdim} partitions must "
+                          f"start at partition {' or '.join(map(str, allowed))}; found {part}")
+        usable = cfg.sbuf_usable_bytes_per_partition
+        if addr < 0 or addr + fdim > usable:
+            raise tr.fail(CapacityError, f"{what}: block {idx}: a tile of {fdim} bytes per "
+                          f"partition at byte_addr {addr} ends at {addr + fdim}; expected it "
+                          f"within the {usable} usable SBUF bytes per partition")
+        tiles.append((part, addr))
+    return Placement(tuple(tiles), pdim, fdim)
 
 
 def _directive(fn: Callable[..., Any] | None = None, **_: Any) -> Any:

@@ -14,6 +14,7 @@ from ..dtypes import to_dtype
 from ..errors import KernelError, MemorySpaceError, ShapeError
 from ..ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
+from .indirect import IndirectView, dma_indirect, gather
 from .operands import issue, issue_into
 from .tensor import NkiTensor
 
@@ -28,6 +29,8 @@ def load(src: Any, *, mask: Any = None, dtype: Any = None) -> NkiTensor:
     """Load an HBM region into a new SBUF tile (its first axis becomes the partition dim)."""
     what = "load"
     tr = _tracer.current(what)
+    if isinstance(src, IndirectView):
+        return gather(what, src, dtype, mask)
     if not isinstance(src, NkiTensor):
         raise tr.fail(KernelError, f"{what} src: expected an HBM tensor, found "
                       f"{type(src).__name__}")
@@ -84,6 +87,12 @@ def store(dst: Any, value: Any, *, mask: Any = None) -> None:
     """Store a tile into an HBM region (PSUM tiles are first copied to SBUF)."""
     what = "store"
     tr = _tracer.current(what)
+    if isinstance(dst, IndirectView):
+        if not isinstance(value, NkiTensor):
+            from . import language as nl
+            value = nl.full(dst.shape, value, dst.dtype)
+        dma_indirect(what, dst, value, mask, None)
+        return
     if not isinstance(dst, NkiTensor) or dst.space is not MemSpace.HBM:
         found = dst.space.value if isinstance(dst, NkiTensor) else type(dst).__name__
         raise tr.fail(MemorySpaceError, f"{what} dst: expected a tensor in hbm, found {found}")

@@ -20,6 +20,7 @@ from ..ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
 from .indexing import IndexExpr, MaskExpr
 from .operands import engine_arg, issue, op_name, scalar_value
+from . import rng as _rng
 from .tensor import NkiTensor
 
 
@@ -68,6 +69,9 @@ class oob_mode(enum.IntEnum):  # noqa: N801
 
     error = 0
     skip = 1
+
+
+dropout = _rng.dropout  # nisa.dropout: VectorE, max(MIN_II, N) (defined with nl's randomness)
 
 
 def get_nc_version() -> nc_version:
@@ -435,8 +439,12 @@ def dma_copy(*, dst: Any, src: Any, mask: Any = None, dst_rmw_op: Any = None,
              oob_mode: Any = None, dge_mode: Any = None) -> None:
     """Copy ``src`` to ``dst`` with a DMA (HBM or SBUF on either side)."""
     from .dma import dma_move
+    from .indirect import IndirectView, dma_indirect
     rmw = None if dst_rmw_op is None else op_name(dst_rmw_op, "dma_copy dst_rmw_op",
                                                   frozenset({"add"}))
+    if isinstance(dst, IndirectView) or isinstance(src, IndirectView):
+        dma_indirect("dma_copy", dst, src, mask, rmw, oob_mode)
+        return
     dma_move("dma_copy", _tile(dst, "dma_copy dst"), _tile(src, "dma_copy src"), mask, rmw)
 
 

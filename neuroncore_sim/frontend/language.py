@@ -20,6 +20,9 @@ from . import isa as nisa
 from . import tracer as _tracer
 from .dma import dma_move, load, load_transpose2d, store  # noqa: F401  (nl.load etc.)
 from .indexing import arange, ds, mgrid  # noqa: F401  (nl.arange etc.)
+from .gather import gather_flattened, loop_reduce  # noqa: F401
+from .indirect import atomic_rmw  # noqa: F401  (nl.atomic_rmw)
+from .rng import nl_dropout as dropout, rand, random_seed  # noqa: F401
 from .nlmath import *  # noqa: F401,F403  (the element-wise / reduction surface)
 from .nlmath import binary, copy_op  # noqa: F401
 from .operands import issue_into, operand, scalar_value
@@ -122,8 +125,12 @@ def ndarray(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "",
     dt = _dt.to_dtype(dtype, "nl.ndarray dtype")
     if buf.space is not MemSpace.HBM:
         _check_tile_shape(tr, dims, pa, dt, buf)
+    placed = None
+    if type(buf) is not Buffer:  # ncc.sbuf.alloc / mod_alloc, ncc.psum.alloc / mod_alloc
+        from .compiler import placement
+        placed = placement(tr, buf, dims, pa, dt.itemsize)  # type: ignore[arg-type]
     decl = tr.new_tensor(buf.space, dims, dt, partition_axis=pa if buf.space is not MemSpace.HBM
-                         else 0, kind=buf.kind, name=name or None)
+                         else 0, kind=buf.kind, name=name or None, placement=placed)
     return NkiTensor.whole(decl)
 
 

@@ -207,6 +207,9 @@ class NkiTensor:
     def __getitem__(self, key: Any) -> NkiTensor:
         self._resolved()
         key = key if isinstance(key, tuple) else (key,)
+        if any(isinstance(k, NkiTensor) for k in key):  # an index tile: indirect DMA operand
+            from .indirect import indirect_view
+            return indirect_view(self, key)  # type: ignore[return-value]
         if any(isinstance(k, IndexExpr) for k in key):
             return self._index_affine(key)
         return self._index_basic(key)
@@ -296,6 +299,9 @@ class NkiTensor:
 
     def __setitem__(self, key: Any, value: Any) -> None:
         target = self[key]
+        if not isinstance(target, NkiTensor):  # t[idx_tile, ...] = tile: an indirect store
+            _nl.store(target, value)
+            return
         _nl.assign(target, value)
 
     def broadcast_to(self, shape: Any) -> NkiTensor:

@@ -34,8 +34,8 @@ import numpy as np
 
 from ..config import NeuronCoreConfig
 from ..errors import SimulatorError
-from ..ir import Access, Engine, Instruction, MemSpace, Opcode, Predicate, Program, SourceLoc, \
-    TensorDecl
+from ..ir import Access, Engine, Instruction, MemSpace, Opcode, Placement, Predicate, Program, \
+    SourceLoc, TensorDecl
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
@@ -128,6 +128,8 @@ class Tracer:
         self._dead: list[TensorDecl] = []
         #: first kernel line writing each input tensor (name -> location), see :meth:`finish`
         self.input_writes: dict[str, SourceLoc | None] = {}
+        #: state of nl helpers that span calls (random generator, loop_reduce accumulators)
+        self.lang_state: dict[str, object] = {}
 
     @contextlib.contextmanager
     def active(self) -> Iterator[Tracer]:
@@ -188,8 +190,8 @@ class Tracer:
     # --- tensors -------------------------------------------------------------------------------
     def new_tensor(self, space: MemSpace, shape: tuple[int, ...], dtype: np.dtype, *,
                    partition_axis: int = 0, kind: str = "tile", name: str | None = None,
-                   values: np.ndarray | None = None,
-                   site: SourceLoc | None = None) -> TensorDecl:
+                   values: np.ndarray | None = None, site: SourceLoc | None = None,
+                   placement: Placement | None = None) -> TensorDecl:
         """Declare a tensor in the program and to the value backend."""
         site = site if site is not None else self.user_loc()
         if kind == "output":
@@ -202,7 +204,8 @@ class Tracer:
         n = self._names.get(base, 0)
         self._names[base] = n + 1
         decl = TensorDecl(len(self.program.tensors), base if n == 0 and name else f"{base}{n}",
-                          space, tuple(int(s) for s in shape), dtype, partition_axis, kind, site)
+                          space, tuple(int(s) for s in shape), dtype, partition_axis, kind, site,
+                          placement)
         self.program.tensors.append(decl)
         if kind == "output":
             self._shared[(site, self._shared_count - 1)] = decl

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from ..frontend import compiler, isa, language, typing
 from ..simulate import Kernel, simulate
+from ..torch_io import TorchArgs
 from .benchmark import benchmark, profile
 
 __all__ = ["jit", "trace", "baremetal", "simulate_kernel", "benchmark", "profile", "language",
@@ -47,7 +48,8 @@ def simulate_kernel(kernel: Any, *args: Any, **kwargs: Any) -> Any:
 
     ``kernel`` may be a plain function, an ``nki.jit`` kernel, or ``kernel[grid]``.
     """
-    res = simulate(kernel, *args, timing=False, **kwargs)
+    targs = TorchArgs(args, kwargs)  # torch arguments give torch results
+    res = simulate(kernel, *targs.args, timing=False, **targs.kwargs)
     if not res.outputs:
         return None
-    return res.outputs[0] if len(res.outputs) == 1 else res.outputs
+    return targs.results(res.outputs[0] if len(res.outputs) == 1 else res.outputs)
