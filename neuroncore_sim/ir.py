@@ -72,6 +72,16 @@ class Opcode(str, enum.Enum):
     BN_AGGR = "bn_aggr"
     DMA_COPY = "dma_copy"
     DMA_TRANSPOSE = "dma_transpose"
+    TENSOR_COPY_DYNAMIC_SRC = "tensor_copy_dynamic_src"
+    TENSOR_COPY_DYNAMIC_DST = "tensor_copy_dynamic_dst"
+    TENSOR_COPY_PREDICATED = "tensor_copy_predicated"
+    SELECT_REDUCE = "select_reduce"
+    LOCAL_GATHER = "local_gather"
+    MAX8 = "max8"
+    NC_FIND_INDEX8 = "nc_find_index8"
+    NC_MATCH_REPLACE8 = "nc_match_replace8"
+    NC_STREAM_SHUFFLE = "nc_stream_shuffle"
+    SEQUENCE_BOUNDS = "sequence_bounds"
 
 
 #: Roles and attrs of each opcode (the contract between front end, executor and timing model).
@@ -121,6 +131,33 @@ OPCODE_DOC: dict[Opcode, str] = {
     Opcode.DMA_COPY: "srcs src; dsts out (same number of elements; shapes may differ only by "
     "dims of size 1). attrs dst_rmw_op: None or 'add'. Engine DMA. Casts when dtypes differ.",
     Opcode.DMA_TRANSPOSE: "srcs src[A,B]; dsts out[B,A]. Engine DMA; transposes while moving.",
+    Opcode.TENSOR_COPY_DYNAMIC_SRC: "srcs src[P,K,F...] (every element the runtime offset can "
+    "reach: axis 1 steps the offset), offset[1,1] (int, SBUF); dsts out[P,F...]. attrs "
+    "offset_lo: the offset value of src's axis-1 index 0. out = src[:, offset - offset_lo], "
+    "copied as TENSOR_COPY.",
+    Opcode.TENSOR_COPY_DYNAMIC_DST: "srcs src[P,F...], offset[1,1], old[P,K,F...] (= out); dsts "
+    "out[P,K,F...]. attrs offset_lo. out = old with out[:, offset - offset_lo] = src.",
+    Opcode.TENSOR_COPY_PREDICATED: "srcs predicate (int), optional src (shape of out), old "
+    "(= out); dsts out. attrs src_value (float when no src tile), reverse_pred. "
+    "out = (predicate != 0) != reverse_pred ? src : old.",
+    Opcode.SELECT_REDUCE: "srcs predicate (int), on_true, optional on_false[P,1]; dsts out, "
+    "optional reduce_res[P,1]. attrs on_false_value (float when no tile), reverse_pred, "
+    "reduce_op ('maximum'), reduce_cmd. out = pred ? on_true : on_false; the row max feeds the "
+    "VectorE accumulator registers per reduce_cmd; reduce_res reads them.",
+    Opcode.LOCAL_GATHER: "srcs src[P,...], index[P,...] (uint16); dsts out[P,V*E elements]. "
+    "attrs num_elem_per_idx E, num_valid_indices V. Per group of 16 partitions g: idx = "
+    "index[g].flatten(order='F')[:V]; out[p, v, e] = src[p].flat[idx[v] + e].",
+    Opcode.MAX8: "srcs src[P,N]; dsts out[P,8]: the 8 largest values of each partition (fp32 "
+    "compare), descending.",
+    Opcode.NC_FIND_INDEX8: "srcs data[P,N], vals[P,8]; dsts out[P,8] (uint): index of the "
+    "first occurrence of each val in data's partition (fp32 compare).",
+    Opcode.NC_MATCH_REPLACE8: "srcs data[P,N], vals[P,8]; dsts out (shape of data), optional "
+    "dst_idx[P,8]. attrs imm: float. For each val in order, its first occurrence still in the "
+    "row is replaced by imm; dst_idx gets the positions.",
+    Opcode.NC_STREAM_SHUFFLE: "srcs src[Ps,N], old[Pd,N] (= out); dsts out[Pd,N]. attrs "
+    "shuffle_mask: 32 ints. out[32q+i] = src[32q+mask[i]], or old[32q+i] where mask[i] = 255.",
+    Opcode.SEQUENCE_BOUNDS: "srcs segment_ids[1,N]; dsts out[1,2,N]: start and end (exclusive) "
+    "of the run of equal ids holding each element; id 0 (padding) gives start N, end -1.",
 }
 
 

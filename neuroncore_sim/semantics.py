@@ -461,3 +461,9 @@ SEMANTICS: dict[Opcode, Semantic] = {
     Opcode.RECIPROCAL: reciprocal, Opcode.BN_STATS: bn_stats, Opcode.BN_AGGR: bn_aggr,
     Opcode.DMA_COPY: dma_copy, Opcode.DMA_TRANSPOSE: dma_transpose,
 }
+
+# The select / sort / gather / dynamic-copy family lives in its own module (it uses the helpers
+# above, hence the import at the end).
+from .semantics_select import SELECT_SEMANTICS  # noqa: E402
+
+SEMANTICS.update(SELECT_SEMANTICS)

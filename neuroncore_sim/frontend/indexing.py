@@ -171,6 +171,33 @@ class IndexExpr:
         return f"IndexExpr({self.const}{' + ' + terms if terms else ''})"
 
 
+class DynamicIndex:
+    """A runtime index: the value of a one-element integer SBUF tile (``idx[0, i]``), plus an
+    optional static part (``idx[0, i] + iy``). Indexing an on-chip tile with it gives a view
+    whose offset is read at run time (``nisa.tensor_copy_dynamic_src`` / ``_dst``)."""
+
+    __slots__ = ("tile", "expr")
+
+    def __init__(self, tile: object, expr: IndexExpr | int = 0) -> None:
+        self.tile = tile
+        self.expr = expr
+
+    def __add__(self, other: object) -> DynamicIndex:
+        if _is_int(other) or isinstance(other, IndexExpr):
+            return DynamicIndex(self.tile, self.expr + other)  # type: ignore[operator]
+        return NotImplemented
+
+    __radd__ = __add__
+
+    def __sub__(self, other: object) -> DynamicIndex:
+        if _is_int(other) or isinstance(other, IndexExpr):
+            return DynamicIndex(self.tile, self.expr - other)  # type: ignore[operator]
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"DynamicIndex({self.tile!r} + {self.expr!r})"
+
+
 class MaskExpr:
     """A predicate over index expressions: ``expr op 0`` or a combination with ``&``, ``|``,
     ``~``. Used as the ``mask=`` argument of instructions."""

@@ -21,7 +21,7 @@ from ..dtypes import dtype_name
 from ..errors import AccessError, SimulatorError, UnsupportedError
 from ..ir import Access, MemSpace, TensorDecl
 from . import tracer as _tracer
-from .indexing import IndexExpr, _is_int
+from .indexing import DynamicIndex, IndexExpr, _is_int
 
 
 class NkiTensor:
@@ -200,6 +200,10 @@ class NkiTensor:
     def __getitem__(self, key: Any) -> NkiTensor:
         self._resolved()
         key = key if isinstance(key, tuple) else (key,)
+        if self.space is not MemSpace.HBM and any(isinstance(k, (NkiTensor, DynamicIndex))
+                                                  for k in key):
+            from .dynamic import dynamic_view  # a runtime (SBUF-held) offset
+            return dynamic_view(self, key)
         if any(isinstance(k, IndexExpr) for k in key):
             return self._index_affine(key)
         return self._index_basic(key)
@@ -325,8 +329,12 @@ class NkiTensor:
         return f"{head}\n{tr.read(self.access())}"
 
     # --- arithmetic ------------------------------------------------------------------------------
-    def __add__(self, o: Any) -> NkiTensor: return _nl.add(self, o)
-    def __radd__(self, o: Any) -> NkiTensor: return _nl.add(o, self)
+    def __add__(self, o: Any) -> Any:
+        return DynamicIndex(self, o) if isinstance(o, IndexExpr) else _nl.add(self, o)
+
+    def __radd__(self, o: Any) -> Any:
+        return DynamicIndex(self, o) if isinstance(o, IndexExpr) else _nl.add(o, self)
+
     def __sub__(self, o: Any) -> NkiTensor: return _nl.subtract(self, o)
     def __rsub__(self, o: Any) -> NkiTensor: return _nl.subtract(o, self)
     def __mul__(self, o: Any) -> NkiTensor: return _nl.multiply(self, o)
