@@ -97,7 +97,7 @@ def select_reduce(srcs: Arrays, attrs: Mapping, outs: Outs, engine: Engine) -> d
     on_true, dt = srcs["on_true"], outs["out"].dtype
     keep = _predicate(srcs, attrs, on_true.shape)
     tile = srcs.get("on_false")
-    false = (_scalar_fill(attrs["on_false_value"], F32) if tile is None
+    false = (f32(attrs["on_false_value"]) if tile is None
              else f32(tile).reshape((tile.shape[0],) + (1,) * (on_true.ndim - 1)))
     if on_true.dtype == dt:  # bit-exact for the selected elements
         out = np.where(keep, on_true, cast(np.broadcast_to(false, on_true.shape), dt))
