@@ -110,7 +110,10 @@ def test_dynamic_dst_scatters_columns():
         res = nl.zeros((128, 200), nl.float32, buffer=nl.sbuf)
         src, offsets = nl.load(a), nl.load(idx)
         for b in nl.affine_range(a.shape[1]):
-            nisa.tensor_copy_dynamic_dst(dst=res[ix, offsets[0, b] + iy], src=src[ix, b])
+            if b % 2:
+                nisa.tensor_copy_dynamic_dst(dst=res[ix, offsets[0, b] + iy], src=src[ix, b])
+            else:  # assignment to a runtime-offset view is the same instruction
+                res[ix, offsets[0, b] + iy] = src[ix, b]
         nl.store(out, res)
         return out
 
@@ -119,6 +122,8 @@ def test_dynamic_dst_scatters_columns():
     want = np.zeros((128, 200), np.float32)
     want[:, idx[0]] = a
     np.testing.assert_array_equal(run(k, a, idx)[0], want)
+    program = ncs.trace(k, a, idx, functional=False).program
+    assert sum(i.opcode is Opcode.TENSOR_COPY_DYNAMIC_DST for i in program.instructions) == 10
 
 
 def test_dynamic_copies_cost_max_min_ii_dynamic_n():
@@ -392,8 +397,8 @@ def test_top8_family_costs(n):
 def test_stream_shuffle_page_example_in_place():
     def k(in_tensor, out_tensor):
         a = nl.load(in_tensor)
-        i_p, i_f = nl.mgrid[0:32, 0:128]
-        nisa.nc_stream_shuffle(src=a[i_p, i_f], dst=a[i_p, i_f],
+        grid = nl.mgrid[0:32, 0:128]  # the page's example: grid.p / grid.x
+        nisa.nc_stream_shuffle(src=a[grid.p, grid.x], dst=a[grid.p, grid.x],
                                shuffle_mask=[(i - 1) % 32 for i in range(32)])
         nl.store(out_tensor, value=a)
 

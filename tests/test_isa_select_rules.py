@@ -93,7 +93,13 @@ def test_dynamic_copies_take_dynamic_views_and_copy_engines():
         src, idx = t((128, 64), buffer=PS), t((1, 4), nl.int32)
         nisa.tensor_copy_dynamic_src(src[:, idx[0, 1]], engine=nisa.scalar_engine)
 
+    def assign_scalar():
+        src, idx = t((128, 64)), t((1, 4), nl.int32)
+        src[:, idx[0, 1]] = 1.0  # BAD
+
     expect_error(KernelError, r"expected a tile indexed with a runtime offset", plain)
+    expect_error(UnsupportedError, r"runtime-offset view: expected a tile .* found float",
+                 assign_scalar)
     expect_error(UnsupportedError, r"expected engine vector, scalar or gpsimd, found tensor",
                  on_tensor_engine)
     expect_error(MemorySpaceError, r"GpSimd cannot access PSUM", gpsimd_psum)

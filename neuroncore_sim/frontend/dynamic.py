@@ -204,3 +204,11 @@ def tensor_copy_dynamic_dst(*, dst: Any, src: Any, mask: Any = None, dtype: Any 
     srcs = {"src": operand(src.shrink(box), f"{what} src", ON_CHIP, eng),
             "offset": operand(view.index, f"{what} offset", (MemSpace.SBUF,)), "old": out}
     tr.record(Opcode.TENSOR_COPY_DYNAMIC_DST, eng, {"out": out}, srcs, {"offset_lo": lo})
+
+
+def assign_dynamic(target: DynamicView, value: Any) -> None:
+    """``t[ix, idx[0, i] + iy] = tile``: a ``tensor_copy_dynamic_dst`` on VectorE."""
+    if not isinstance(value, NkiTensor):
+        raise _fail(UnsupportedError, "assignment to a runtime-offset view: expected a tile "
+                    f"(copied with tensor_copy_dynamic_dst), found {type(value).__name__}")
+    tensor_copy_dynamic_dst(dst=target, src=value)

@@ -247,10 +247,23 @@ def arange(*args: int) -> IndexExpr:
     return IndexExpr(start, (step,), (n,))
 
 
+class Grid(tuple):
+    """The index expressions of ``nl.mgrid[...]``: unpack it (``i_p, i_f = nl.mgrid[...]``) or
+    use ``grid.p`` (partition axis) and ``grid.x`` (first free axis), as the NKI docs do."""
+
+    @property
+    def p(self) -> IndexExpr:
+        return self[0]
+
+    @property
+    def x(self) -> IndexExpr:
+        return self[1]
+
+
 class _MGrid:
     """``nl.mgrid[0:128, 0:512]``: one index expression per axis, like ``numpy.mgrid``."""
 
-    def __getitem__(self, key: object) -> tuple[IndexExpr, ...] | IndexExpr:
+    def __getitem__(self, key: object) -> Grid | IndexExpr:
         slices = key if isinstance(key, tuple) else (key,)
         ndim = len(slices)
         out = []
@@ -262,7 +275,7 @@ class _MGrid:
             coefs = tuple(step if a == axis else 0 for a in range(ndim))
             sizes = tuple(n if a == axis else 1 for a in range(ndim))
             out.append(IndexExpr(start, coefs, sizes))
-        return tuple(out) if ndim > 1 else out[0]
+        return Grid(out) if ndim > 1 else out[0]
 
 
 mgrid = _MGrid()

@@ -293,6 +293,10 @@ class NkiTensor:
 
     def __setitem__(self, key: Any, value: Any) -> None:
         target = self[key]
+        if not isinstance(target, NkiTensor):  # a runtime-offset view (frontend/dynamic.py)
+            from .dynamic import assign_dynamic
+            assign_dynamic(target, value)
+            return
         _nl.assign(target, value)
 
     def broadcast_to(self, shape: Any) -> NkiTensor:
