@@ -163,6 +163,22 @@ def test_tensor_copy_predicated(pred_dtype, reverse, dtype):
     np.testing.assert_array_equal(run(k, pred, a, b)[0], np.where(keep, a, b))
 
 
+def test_tensor_copy_predicated_page_example_with_a_bool_predicate():
+    def k(predicate, on_true_tensor, on_false_tensor):
+        out_tensor = hbm((128, 512))
+        pre_tile, src_tile = nl.load(predicate), nl.load(on_true_tensor)
+        ix, iy = nl.mgrid[0:128, 0:512]
+        dst_tile = nl.zeros(shape=src_tile.shape, dtype=src_tile.dtype)
+        dst_tile[ix, iy] = nl.load(on_false_tensor)
+        nisa.tensor_copy_predicated(src=src_tile, dst=dst_tile, predicate=pre_tile)
+        nl.store(out_tensor, dst_tile)
+        return out_tensor
+
+    a, b = RNG.random((128, 512), dtype=np.float32), RNG.random((128, 512), dtype=np.float32)
+    np.testing.assert_array_equal(run(k, np.less_equal(a, 0.8), a, b)[0],
+                                  np.where(a <= 0.8, a, b))
+
+
 def test_tensor_copy_predicated_scalar_src():
     def k(pred, dst0):
         out = hbm(dst0.shape, dst0.dtype)

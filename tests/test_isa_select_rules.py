@@ -158,7 +158,7 @@ def test_tensor_copy_predicated_rules():
         nisa.tensor_copy_predicated(src=t((8, 16), buffer=PS), dst=t((8, 16)),
                                     predicate=t((8, 4, 4), nl.uint32))
 
-    expect_error(DTypeError, r"predicate: expected uint8 / uint16 / uint32, found float32",
+    expect_error(DTypeError, r"predicate: expected uint8 / uint16 / uint32 / bool, found float32",
                  float_pred)
     expect_error(DTypeError, r"share a dtype; expected float32, found bfloat16", dtypes)
     expect_error(ShapeError, r"expected 8 partitions x 16 elements", sizes)
@@ -196,7 +196,7 @@ def test_select_reduce_rules():
                            on_true=t((8, 16), nl.bfloat16, PS), on_false=t((8, 1)),
                            reduce_res=t((8, 1)), reduce_op=np.max)
 
-    expect_error(DTypeError, r"expected int8 / uint8 / int16 / uint16, found uint32", pred_dtype)
+    expect_error(DTypeError, r"expected int8 / uint8 / int16 / uint16 / bool, found uint32", pred_dtype)
     expect_error(DTypeError, r"on_true: expected any dtype but tfloat32 / int32 / uint32",
                  on_true_dtype)
     expect_error(ShapeError, r"on_false: expected shape \[8, 1\], found \[8, 2\]", on_false_shape)

@@ -121,7 +121,7 @@ def tensor_copy_predicated(*, src: Any, dst: Any, predicate: Any, reverse_pred: 
     what = "tensor_copy_predicated"
     d = _tile(dst, f"{what} dst")
     p = _like(_tile(predicate, f"{what} predicate"), d, f"{what} predicate", mask)
-    _dtypes(p, ("uint8", "uint16", "uint32"), f"{what} predicate")
+    _dtypes(p, ("uint8", "uint16", "uint32", "bool"), f"{what} predicate")  # bool: uint8
     srcs, attrs = {"predicate": p}, {"src_value": None, "reverse_pred": bool(reverse_pred)}
     if isinstance(src, NkiTensor):
         srcs["src"] = _like(src, d, f"{what} src", mask)
@@ -145,7 +145,7 @@ def select_reduce(*, dst: Any, predicate: Any, on_true: Any, on_false: Any,
     d = _tile(dst, f"{what} dst")
     t = _like(_tile(on_true, f"{what} on_true"), d, f"{what} on_true", mask)
     p = _like(_tile(predicate, f"{what} predicate"), d, f"{what} predicate", mask)
-    _dtypes(p, ("int8", "uint8", "int16", "uint16"), f"{what} predicate")
+    _dtypes(p, ("int8", "uint8", "int16", "uint16", "bool"), f"{what} predicate")
     if dtype_name(t.dtype) in ("tfloat32", "int32", "uint32"):
         raise _fail(DTypeError, f"{what} on_true: expected any dtype but tfloat32 / int32 / "
                     f"uint32, found {dtype_name(t.dtype)}")
