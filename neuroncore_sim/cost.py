@@ -10,6 +10,7 @@ output. Costs the docs leave out are assumptions named in the config and in docs
 * ``tensor_tensor`` on GpSimd (power, int ops): the VectorE formula in GpSimd cycles.
 * ``memset`` on GpSimd: the VectorE formula in GpSimd cycles.
 * DMA transfers: see :func:`dma_transfers`.
+* the select / sort / gather / dynamic-copy family: see :mod:`neuroncore_sim.cost_select`.
 
 The access-pattern penalty (arch.md 1.4) multiplies the whole cost by ``stride_penalty_factor``
 when the most-minor free stride of any SBUF/PSUM operand exceeds ``stride_penalty_min_bytes``.
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .config import NeuronCoreConfig
+from .cost_select import SELECT_FORMULAS, SELECT_MAIN_ROLE
 from .dtypes import dtype_name
 from .ir import Access, Engine, Instruction, MemSpace, Opcode, Program
 
@@ -40,6 +42,7 @@ _MAIN_ROLE: dict[Opcode, str] = {
     Opcode.TENSOR_TENSOR_SCAN: "data0", Opcode.TENSOR_COPY: "src",
     Opcode.AFFINE_SELECT: "on_true", Opcode.RECIPROCAL: "data", Opcode.BN_STATS: "data",
     Opcode.BN_AGGR: "data", Opcode.DROPOUT: "data", Opcode.GATHER_FLATTENED: "indices",
+    **SELECT_MAIN_ROLE,
 }
 
 _ON_CHIP = (MemSpace.SBUF, MemSpace.PSUM)
@@ -201,6 +204,7 @@ _FORMULAS: dict[Opcode, Callable[[Instruction, NeuronCoreConfig, int], float]] =
     # assumptions (docs/frontend.md): no nki.isa instruction documents these
     Opcode.RAND: _one_input, Opcode.RANDOM_SEED: _one_input,
     Opcode.GATHER_FLATTENED: _gpsimd_start_plus_n,
+    **SELECT_FORMULAS,
 }
 
 

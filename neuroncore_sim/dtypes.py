@@ -168,7 +168,8 @@ def cast(values: np.ndarray, dt: np.dtype) -> np.ndarray:
     if name == "tfloat32":
         return round_tf32(values)
     if is_float(dt) or values.dtype == dt:
-        return values.astype(dt, copy=False)
+        with np.errstate(over="ignore"):  # too large for dt: inf, a value, not a warning
+            return values.astype(dt, copy=False)
     if name == "bool":
         return values != 0
     if values.dtype.kind in "iub":

@@ -87,6 +87,8 @@ class Executor:
                 results = fn(srcs, ins.attrs, outs, ins.engine)
                 if ins.opcode in _ACTIVATIONS:
                     self._accumulators(ins, results)
+                elif ins.opcode is Opcode.SELECT_REDUCE:
+                    self._max_accumulators(ins, results)
                 for role, value in results.items():
                     self._store(ins, role, value)
         except SimulatorError as e:
@@ -194,17 +196,32 @@ class Executor:
         if cmd not in REDUCE_CMDS:
             raise UnsupportedError(expected("activation reduce_cmd on NeuronCore-v2",
                                             f"one of {sorted(REDUCE_CMDS)}", cmd))
+        self._apply_registers(ins, results, cmd, 0.0, np.add)
+
+    def _max_accumulators(self, ins: Instruction, results: dict[str, np.ndarray]) -> None:
+        """select_reduce's reduce_cmd on the VectorE registers: reset to -inf, then max."""
+        cmd = reduce_cmd_name(ins.attrs.get("reduce_cmd") or "idle")
+        if cmd not in REDUCE_CMDS:
+            raise UnsupportedError(expected("select_reduce reduce_cmd on NeuronCore-v2",
+                                            f"one of {sorted(REDUCE_CMDS)}", cmd))
+        self._apply_registers(ins, results, cmd, -np.inf, np.maximum)
+
+    def _apply_registers(self, ins: Instruction, results: dict[str, np.ndarray], cmd: str,
+                         reset: float, combine: np.ufunc) -> None:
+        """Reset and/or fold the row results into the engine's registers; reduce_res reads
+        them."""
         regs = self._registers.get(ins.engine)
         if regs is None:
             regs = self._registers[ins.engine] = np.zeros(self.config.num_partitions, np.float32)
-        row_sums = results.pop("reduce_res", None)
+        rows = results.pop("reduce_res", None)
         if cmd in _RESETS:
-            regs[:] = 0.0
-        if cmd in _REDUCES and row_sums is not None:
-            regs[:row_sums.shape[0]] += row_sums[:, 0]
+            regs[:] = reset
+        if cmd in _REDUCES and rows is not None:
+            lanes = regs[:rows.shape[0]]
+            combine(lanes, rows[:, 0], out=lanes)
         if "reduce_res" in ins.dsts:
-            lanes = ins.dsts["reduce_res"].partitions
-            results["reduce_res"] = regs[:lanes, None].copy()
+            lanes_out = ins.dsts["reduce_res"].partitions
+            results["reduce_res"] = regs[:lanes_out, None].copy()
 
     def registers(self, engine: Engine) -> np.ndarray:
         """A copy of an engine's accumulator registers (zeros before first use)."""

@@ -464,9 +464,11 @@ SEMANTICS: dict[Opcode, Semantic] = {
 
 # Opcodes whose meaning lives in their own modules (imported last: they build on this one).
 from . import semantics_dma as _dma, semantics_random as _random  # noqa: E402
+from .semantics_select import SELECT_SEMANTICS  # noqa: E402
 
 SEMANTICS.update({
     Opcode.DMA_COPY: _dma.dma_copy, Opcode.GATHER_FLATTENED: _dma.gather_flattened,
     Opcode.RANDOM_SEED: _random.random_seed, Opcode.RAND: _random.rand,
     Opcode.DROPOUT: _random.dropout,
 })
+SEMANTICS.update(SELECT_SEMANTICS)

@@ -44,6 +44,22 @@ def ragged_softmax(x):
     return out
 
 
+def top16_and_pick(x, idx):
+    """Top-16 per row (max8, match-replace, max8) and one column picked by a runtime offset."""
+    vals = nl.ndarray((x.shape[0], 16), dtype=x.dtype, buffer=nl.shared_hbm)
+    col = nl.ndarray((x.shape[0], 1), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    top = nl.ndarray((x.shape[0], 16), dtype=x.dtype, buffer=nl.sbuf)
+    top[:, 0:8] = nisa.max8(src=t)
+    rest = nisa.nc_match_replace8(data=t, vals=top[:, 0:8], imm=-1e30)
+    top[:, 8:16] = nisa.max8(src=rest)
+    nl.store(vals, top)
+    ix, iy = nl.mgrid[0:x.shape[0], 0:1]
+    offsets = nl.load(idx)
+    nl.store(col, nisa.tensor_copy_dynamic_src(t[ix, offsets[0, 0] + iy]))
+    return vals, col
+
+
 def test_add_rows_program(golden):
     spec = nt.tensor[[256, 64], nl.float32]
     golden("add_rows.txt", ncs.trace(add_rows, spec, spec, functional=False).program.format())
@@ -57,6 +73,12 @@ def test_matmul_accumulation_program(golden):
 def test_ragged_softmax_program(golden):
     x = np.zeros((200, 32), np.float32)
     golden("ragged_softmax.txt", ncs.trace(ragged_softmax, x, functional=False).program.format())
+
+
+def test_top16_and_pick_program(golden):
+    x, idx = nt.tensor[[128, 64], nl.float32], nt.tensor[[1, 1], nl.int32]
+    golden("top16_and_pick.txt",
+           ncs.trace(top16_and_pick, x, idx, functional=False).program.format())
 
 
 def test_functional_and_timing_only_record_the_same_program():

@@ -171,6 +171,33 @@ class IndexExpr:
         return f"IndexExpr({self.const}{' + ' + terms if terms else ''})"
 
 
+class DynamicIndex:
+    """A runtime index: the value of a one-element integer SBUF tile (``idx[0, i]``), plus an
+    optional static part (``idx[0, i] + iy``). Indexing an on-chip tile with it gives a view
+    whose offset is read at run time (``nisa.tensor_copy_dynamic_src`` / ``_dst``)."""
+
+    __slots__ = ("tile", "expr")
+
+    def __init__(self, tile: object, expr: IndexExpr | int = 0) -> None:
+        self.tile = tile
+        self.expr = expr
+
+    def __add__(self, other: object) -> DynamicIndex:
+        if _is_int(other) or isinstance(other, IndexExpr):
+            return DynamicIndex(self.tile, self.expr + other)  # type: ignore[operator]
+        return NotImplemented
+
+    __radd__ = __add__
+
+    def __sub__(self, other: object) -> DynamicIndex:
+        if _is_int(other) or isinstance(other, IndexExpr):
+            return DynamicIndex(self.tile, self.expr - other)  # type: ignore[operator]
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"DynamicIndex({self.tile!r} + {self.expr!r})"
+
+
 class MaskExpr:
     """A predicate over index expressions: ``expr op 0`` or a combination with ``&``, ``|``,
     ``~``. Used as the ``mask=`` argument of instructions."""
@@ -220,10 +247,23 @@ def arange(*args: int) -> IndexExpr:
     return IndexExpr(start, (step,), (n,))
 
 
+class Grid(tuple):
+    """The index expressions of ``nl.mgrid[...]``: unpack it (``i_p, i_f = nl.mgrid[...]``) or
+    use ``grid.p`` (partition axis) and ``grid.x`` (first free axis), as the NKI docs do."""
+
+    @property
+    def p(self) -> IndexExpr:
+        return self[0]
+
+    @property
+    def x(self) -> IndexExpr:
+        return self[1]
+
+
 class _MGrid:
     """``nl.mgrid[0:128, 0:512]``: one index expression per axis, like ``numpy.mgrid``."""
 
-    def __getitem__(self, key: object) -> tuple[IndexExpr, ...] | IndexExpr:
+    def __getitem__(self, key: object) -> Grid | IndexExpr:
         slices = key if isinstance(key, tuple) else (key,)
         ndim = len(slices)
         out = []
@@ -235,7 +275,7 @@ class _MGrid:
             coefs = tuple(step if a == axis else 0 for a in range(ndim))
             sizes = tuple(n if a == axis else 1 for a in range(ndim))
             out.append(IndexExpr(start, coefs, sizes))
-        return tuple(out) if ndim > 1 else out[0]
+        return Grid(out) if ndim > 1 else out[0]
 
 
 mgrid = _MGrid()

@@ -134,9 +134,12 @@ def _scalar_or_tile(x: Any, data: NkiTensor, what: str, srcs: dict, role: str) -
 # --- TensorE ---------------------------------------------------------------------------------
 def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = False,
               is_moving_onezero: bool = False, is_transpose: bool = False,
-              tile_position: Any = (), tile_size: Any = (), mask: Any = None) -> NkiTensor:
+              tile_position: Any = (), tile_size: Any = (), mask: Any = None,
+              perf_mode: Any = None) -> NkiTensor:
     """``stationary.T @ moving`` on TensorE, into a new PSUM tile (float32)."""
     what = "nc_matmul"
+    if getattr(perf_mode, "name", perf_mode) not in (None, "none"):
+        raise v3_error(f"nc_matmul perf_mode={getattr(perf_mode, 'name', perf_mode)}")
     st, mv = _tile(stationary, f"{what} stationary"), _tile(moving, f"{what} moving")
     cfg = _tracer.current(what).config
     for t, role in ((st, "stationary"), (mv, "moving")):
@@ -219,6 +222,8 @@ def _activation(what: str, opcode: Opcode, op: Any, data: Any, bias: Any, scale:
     d = _tile(data, f"{what} data")
     name = op_name(op, f"{what} op", ops.ACTIVATIONS)
     srcs: dict[str, NkiTensor] = {"data": d}
+    if isinstance(bias, (int, float, np.number)):
+        raise v3_error(f"{what} with a scalar bias")  # NC-v2: bias is a [P, 1] tile
     if bias is not None:
         srcs["bias"] = _pcol(bias, d, f"{what} bias")
     scale_value = _scalar_or_tile(scale, d, what, srcs, "scale")
@@ -440,6 +445,8 @@ def dma_copy(*, dst: Any, src: Any, mask: Any = None, dst_rmw_op: Any = None,
     """Copy ``src`` to ``dst`` with a DMA (HBM or SBUF on either side)."""
     from .dma import dma_move
     from .indirect import IndirectView, dma_indirect
+    if getattr(dge_mode, "name", dge_mode) == "hwdge":
+        raise v3_error("dma_copy dge_mode=hwdge (hardware DGE)")
     rmw = None if dst_rmw_op is None else op_name(dst_rmw_op, "dma_copy dst_rmw_op",
                                                   frozenset({"add"}))
     if isinstance(dst, IndirectView) or isinstance(src, IndirectView):
@@ -461,7 +468,18 @@ def dma_transpose(src: Any, *, axes: Any = None, mask: Any = None, dtype: Any = 
 def __getattr__(name: str) -> Any:
     if name.startswith("__"):
         raise AttributeError(name)
+    if name in V3_ONLY:
+        raise v3_error(f"nisa.{name}")
     tr = _tracer.active_or_none()
     msg = (f"nisa.{name} is not supported by neuroncore_sim (it is part of the NKI surface "
            "not implemented yet, or not available on NeuronCore-v2)")
     raise tr.fail(UnsupportedError, msg) if tr is not None else UnsupportedError(msg)
+
+
+# The rest of the instruction set lives in its own modules (they need nothing from this one);
+# their public names become names of this module, so ``nisa.<name>`` and ``dir(nisa)`` see them.
+from . import dynamic as _dynamic, isa_select as _select  # noqa: E402
+from .isa_select import V3_ONLY, v3_error  # noqa: E402
+
+for _mod in (_dynamic, _select):
+    globals().update({_n: getattr(_mod, _n) for _n in _mod.EXPORTS})

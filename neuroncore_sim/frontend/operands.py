@@ -183,8 +183,13 @@ def engine_arg(engine: Any, what: str) -> Engine | None:
 def issue_into(what: str, opcode: Opcode, engine: Engine, dst: NkiTensor,
                srcs: dict[str, NkiTensor], attrs: dict[str, object], *, mask: Any = None,
                dst_spaces: tuple[MemSpace, ...] = ON_CHIP,
-               src_spaces: tuple[MemSpace, ...] = ON_CHIP) -> None:
-    """Record an instruction whose destination is a given view (stores, copies into place)."""
+               src_spaces: tuple[MemSpace, ...] = ON_CHIP,
+               extra_dsts: dict[str, NkiTensor] | None = None, reads_dst: bool = False) -> None:
+    """Record an instruction whose destination is a given view (stores, copies into place).
+
+    ``extra_dsts`` are further outputs (e.g. reduce_res); ``reads_dst`` adds the destination
+    as the source role ``old`` (instructions that leave part of it unchanged).
+    """
     tr = _tracer.current(what)
     box, residual, empty = mask_box(mask, dst.shape)
     if empty:
@@ -192,4 +197,9 @@ def issue_into(what: str, opcode: Opcode, engine: Engine, dst: NkiTensor,
     src_acc = {k: operand(v.shrink(box, dst.shape), f"{what} {k}", src_spaces, engine)
                for k, v in srcs.items()}
     dst_acc = operand(dst.shrink(box), f"{what} dst", dst_spaces, engine)
-    tr.record(opcode, engine, {"out": dst_acc}, src_acc, attrs, mask=residual)
+    dsts = {"out": dst_acc}
+    for k, v in (extra_dsts or {}).items():
+        dsts[k] = operand(v.shrink(box, dst.shape), f"{what} {k}", ON_CHIP, engine)
+    if reads_dst:
+        src_acc["old"] = dst_acc
+    tr.record(opcode, engine, dsts, src_acc, attrs, mask=residual)

@@ -21,7 +21,7 @@ from ..dtypes import dtype_name
 from ..errors import AccessError, SimulatorError, UnsupportedError
 from ..ir import Access, MemSpace, TensorDecl
 from . import tracer as _tracer
-from .indexing import IndexExpr, _is_int
+from .indexing import DynamicIndex, IndexExpr, _is_int
 
 
 class NkiTensor:
@@ -207,9 +207,12 @@ class NkiTensor:
     def __getitem__(self, key: Any) -> NkiTensor:
         self._resolved()
         key = key if isinstance(key, tuple) else (key,)
-        if any(isinstance(k, NkiTensor) for k in key):  # an index tile: indirect DMA operand
-            from .indirect import indirect_view
-            return indirect_view(self, key)  # type: ignore[return-value]
+        if any(isinstance(k, (NkiTensor, DynamicIndex)) for k in key):
+            if self.space is MemSpace.HBM:  # an index tile: indirect DMA operand
+                from .indirect import indirect_view
+                return indirect_view(self, key)  # type: ignore[return-value]
+            from .dynamic import dynamic_view  # a runtime (SBUF-held) offset on chip
+            return dynamic_view(self, key)  # type: ignore[return-value]
         if any(isinstance(k, IndexExpr) for k in key):
             return self._index_affine(key)
         return self._index_basic(key)
@@ -299,8 +302,12 @@ class NkiTensor:
 
     def __setitem__(self, key: Any, value: Any) -> None:
         target = self[key]
-        if not isinstance(target, NkiTensor):  # t[idx_tile, ...] = tile: an indirect store
-            _nl.store(target, value)
+        if not isinstance(target, NkiTensor):
+            if self.space is MemSpace.HBM:  # t[idx_tile, ...] = tile: an indirect store
+                _nl.store(target, value)
+            else:  # a runtime-offset view (frontend/dynamic.py)
+                from .dynamic import assign_dynamic
+                assign_dynamic(target, value)
             return
         _nl.assign(target, value)
 
@@ -338,8 +345,12 @@ class NkiTensor:
         return f"{head}\n{tr.read(self.access())}"
 
     # --- arithmetic ------------------------------------------------------------------------------
-    def __add__(self, o: Any) -> NkiTensor: return _nl.add(self, o)
-    def __radd__(self, o: Any) -> NkiTensor: return _nl.add(o, self)
+    def __add__(self, o: Any) -> Any:
+        return DynamicIndex(self, o) if isinstance(o, IndexExpr) else _nl.add(self, o)
+
+    def __radd__(self, o: Any) -> Any:
+        return DynamicIndex(self, o) if isinstance(o, IndexExpr) else _nl.add(o, self)
+
     def __sub__(self, o: Any) -> NkiTensor: return _nl.subtract(self, o)
     def __rsub__(self, o: Any) -> NkiTensor: return _nl.subtract(o, self)
     def __mul__(self, o: Any) -> NkiTensor: return _nl.multiply(self, o)
