@@ -7,7 +7,8 @@ layers below its own, plus its own group where the table says so::
     L1 vocabulary    ir, ops, events (L0 only)
     L2 three columns front end (frontend/*), values (memory, semantics, execute),
                      time (cost, schedule, dma, timing): L0-L1 + their own column, never each other
-    L3 assembly      result (L0-L1, pandas only inside functions); simulate (L0-L2 + result)
+    L3 assembly      result, analysis, tile_memory (L0-L1 + each other, pandas only inside
+                     functions in result); simulate (L0-L2 + result)
     L4 presentation  report, plot, chrome_trace (L0-L1 + result + each other)
     L5 entry points  cli, sweep, pytest_plugin, alias, __init__, __main__, nki/* (anything)
 
@@ -53,6 +54,8 @@ MODULE_GROUP: dict[str, str] = {
     "dma": "time",
     "timing": "time",
     "result": "result",
+    "analysis": "result",
+    "tile_memory": "result",
     "simulate": "simulate",
     "report": "presentation",
     "plot": "presentation",
@@ -84,7 +87,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "frontend": _L1 | {"frontend"},
     "values": _L1 | {"values"},
     "time": _L1 | {"time"},
-    "result": _L1,
+    "result": _L1 | {"result"},
     "simulate": _L2 | {"result"},
     "presentation": _L1 | {"result", "presentation"},
     "entry": _L2 | {"result", "simulate", "presentation", "entry"},
