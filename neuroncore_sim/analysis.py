@@ -40,6 +40,7 @@ LATENCY_BOUND_BUSY_FRACTION = 0.5
 BOTTLENECK_CANDIDATES = ("tensor", "vector", "scalar", "gpsimd", "dma")
 #: How many stall causes :func:`top_stalls` keeps by default.
 TOP_STALLS = 5
+_TIE = 1e-9
 
 
 def _pct(part: float, whole: float) -> float:
@@ -66,8 +67,9 @@ def roofline(timing: TimingResult, config: NeuronCoreConfig) -> dict[str, Any]:
              "hbm_bandwidth": w.hbm_bytes / config.hbm_bytes_per_ns}
     for row in COMPUTE_ROWS:
         terms[f"{row}_work"] = timing.busy_ns.get(row, 0.0)
-    limit = max(terms, key=lambda k: terms[k])  # first of equal terms: dict order
-    bound = terms[limit]
+    bound = max(terms.values())
+    # Equal terms (up to float rounding of sums) name the first: the hardware peaks first.
+    limit = next(k for k, v in terms.items() if v >= bound * (1 - _TIE))
     latency = timing.latency_ns
     return {"roofline_ns": bound, "roofline_limit": limit, "roofline_terms_ns": terms,
             "latency_over_roofline": latency / bound if bound > 0 else 0.0,
