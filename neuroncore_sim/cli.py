@@ -51,6 +51,9 @@ def _parser() -> argparse.ArgumentParser:
                              "timeline.png and trace.json (Perfetto/Chrome trace) under DIR")
     common.add_argument("--debug", action="store_true",
                         help="show the full Python traceback when a kernel fails")
+    common.add_argument("--no-progress", action="store_true",
+                        help="no progress bars (they are drawn on stderr when it is a terminal "
+                             "and a launch takes more than half a second)")
     p = argparse.ArgumentParser(
         prog="neuroncore-sim",
         description="Simulate NKI kernels on a NeuronCore-v2 (Trainium1 / Inferentia2) and "
@@ -97,6 +100,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILED
 
 
+def _progress(args: argparse.Namespace) -> bool:
+    """Progress bars on unless --no-progress or stderr is not a terminal (logs, pipes)."""
+    return not args.no_progress and sys.stderr.isatty()
+
+
 # --- run -----------------------------------------------------------------------------------------
 
 def _run(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
@@ -109,7 +117,8 @@ def _run(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
     sys.path.insert(0, str(script.resolve().parent))  # as `python SCRIPT.py` would
     status = EXIT_OK
     try:
-        with record_launches(config=cfg, functional=not args.timing_only) as launches:
+        with record_launches(config=cfg, functional=not args.timing_only,
+                             progress=_progress(args)) as launches:
             try:
                 runpy.run_path(str(script), run_name="__main__")
             except SystemExit as e:  # the script's own exit status is ours
@@ -170,7 +179,7 @@ def _profile(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
     inputs = module.example_inputs()
     pos, kw = ((), dict(inputs)) if isinstance(inputs, dict) else (tuple(inputs), {})
     res = simulate(kernel, *pos, grid=getattr(module, "GRID", ()), config=cfg,
-                   functional=not args.timing_only, **kw)
+                   functional=not args.timing_only, progress=_progress(args), **kw)
     _report(res, 1, args.out, label=name)
     reference = getattr(module, "reference", None)
     if args.timing_only or not callable(reference) or not res.outputs:
