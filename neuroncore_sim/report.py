@@ -273,3 +273,18 @@ def _memory_text(name: str, m: dict) -> str:
         if sites:
             text += " (" + ", ".join(f"{site} {b:,}" for site, b in sites) + ")"
     return text
+
+
+def full_text(result: SimResult) -> str:
+    """:func:`summary_text` followed by the engine, DMA total, stall, memory and source-line
+    tables: the ``summary.txt`` of a report folder."""
+    import pandas as pd
+
+    parts = [summary_text(result).rstrip("\n"),
+             "per engine:\n" + engine_table(result).to_string(),
+             "dma (all engines):\n" + dma_table(result).loc[["total"]].to_string(),
+             "stalls:\n" + stall_table(result).to_string(index=False),
+             "memory per allocation site:\n" + memory_table(result).to_string(),
+             "per source line:\n" + source_table(result).to_string()]
+    with pd.option_context("display.width", 160, "display.max_columns", 20):
+        return "\n\n".join(parts) + "\n"

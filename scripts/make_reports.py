@@ -46,8 +46,7 @@ def main() -> int:
                 continue
             out = ROOT / "reports" / name
             out.mkdir(parents=True, exist_ok=True)
-            (out / "summary.txt").write_text(report.summary_text(res) + "\nper engine:\n"
-                                             + report.engine_table(res).to_string() + "\n")
+            (out / "summary.txt").write_text(report.full_text(res))
             plot.save_timeline(res, out / "timeline.png")
             print(f"{name}: {res.latency_ns / 1000:.2f} us -> {out.relative_to(ROOT)}/")
     return status
