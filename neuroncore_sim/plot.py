@@ -4,7 +4,7 @@
 ``tensor_ls`` when present, vector, scalar, gpsimd, sync when present) and a "dma" band made of one
 thin sub-lane per DMA engine. Bars are coloured by opcode. A second panel below shows the
 fraction of compute engines and of DMA engines busy over time, a third the SBUF and PSUM bytes
-per partition in use (:mod:`neuroncore_sim.tile_memory`) as a share of their capacity.
+per partition in use (:mod:`neuroncore_sim.tile_memory`), each on its own axis.
 
 Large launches (tens of thousands of events) stay fast and readable. A lane with few events is
 drawn exactly (one bar per event; bars of one opcode closer than a pixel are merged). A lane with
@@ -24,6 +24,7 @@ import numpy as np
 
 from . import tile_memory
 from .events import Event, is_dma_row
+from .ir import MemSpace
 from .result import SimResult
 
 if TYPE_CHECKING:
@@ -194,22 +195,41 @@ def _draw_utilisation(ax: "Axes", events: list[Event], latency_ns: float, n_dma:
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
 
 
+def bin_max(times: np.ndarray, values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Maximum of a step function (``values[i]`` from ``times[i]`` on; ``times[0] <=
+    edges[0]``) over each bin between consecutive ``edges``."""
+    first = np.searchsorted(times, edges[:-1], side="right") - 1  # value at the bin's start
+    stop = np.searchsorted(times, edges[1:], side="left")  # changes before the bin's end
+    return np.array([values[a:max(b, a + 1)].max() for a, b in zip(first, stop)])
+
+
 def _draw_memory(ax: "Axes", result: SimResult) -> None:
-    """SBUF and PSUM bytes per partition in use, as % of capacity, over time."""
+    """SBUF (left axis) and PSUM (right axis) KiB per partition in use over time, each scaled
+    to its own peak so a small footprint still shows its shape; the legend gives the peaks
+    against the capacities."""
     assert result.timing is not None  # timeline() checked it
     lives = tile_memory.tile_lives(result.program, result.timing, result.config)
-    end_us = max(result.timing.latency_ns, 1.0) / 1000
-    for space, colour in zip(tile_memory.SPACES, ("tab:green", "tab:purple")):
+    end_ns = max(result.timing.latency_ns, 1.0)
+    handles = []
+    for axis, space, colour in ((ax, MemSpace.SBUF, "tab:green"),
+                                (ax.twinx(), MemSpace.PSUM, "tab:purple")):
         t, used = tile_memory.usage_series(lives, space)
         cap = tile_memory.capacity(space, result.config)
-        pct = 100.0 * np.append(used, used[-1]) / cap
-        ax.step(np.append(t, end_us * 1000) / 1000, pct, where="post", color=colour,
-                linewidth=0.9, label=f"{space.value.upper()} (peak {int(used.max()):,} of "
-                                     f"{cap:,} B/partition)")
-    ax.set_ylim(0, 105)
-    ax.set_ylabel("memory\n% of capacity")
+        peak = int(used.max())
+        if len(t) > _LANE_BINS:  # more changes than pixels: draw each pixel's maximum
+            t = np.linspace(0.0, end_ns, _LANE_BINS + 1)[:-1]
+            used = bin_max(*tile_memory.usage_series(lives, space), np.append(t, end_ns))
+        (line,) = axis.step(np.append(t, end_ns) / 1000, np.append(used, used[-1]) / 1024,
+                            where="post", color=colour, linewidth=0.9,
+                            label=f"{space.value.upper()} (peak {peak:,} of {cap:,} "
+                                  f"B/partition, {100.0 * peak / cap:.1f}%)")
+        axis.set_ylim(0, max(peak, 1) * 1.15 / 1024)
+        axis.set_ylabel(f"{space.value.upper()}\nKiB/partition", color=colour, fontsize=8)
+        axis.tick_params(axis="y", labelsize=7, colors=colour)
+        handles.append(line)
     ax.set_xlabel("time (µs)")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.06, 1.0), fontsize=8,
+              frameon=False)
 
 
 def timeline(result: SimResult, path: str | Path | None = None, ax: "Axes | None" = None,

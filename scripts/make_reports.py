@@ -11,10 +11,11 @@ import importlib.util
 import sys
 from pathlib import Path
 
-import neuroncore_sim as ncs
-from neuroncore_sim import plot, report
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's package, not another installed copy
+
+import neuroncore_sim as ncs  # noqa: E402
+from neuroncore_sim import plot, report  # noqa: E402
 
 
 def kernels_of(path: Path) -> dict[str, object]:

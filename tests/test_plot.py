@@ -40,7 +40,7 @@ def test_lanes_and_legend(result):
     import matplotlib.pyplot as plt
 
     fig = plot.timeline(result)
-    lanes, util, mem = fig.axes
+    lanes, util, mem, psum = fig.axes  # psum: the memory panel's twin axis
     labels = [t.get_text() for t in lanes.get_yticklabels()]
     assert labels[:4] == ["tensor", "vector", "scalar", "gpsimd"]
     assert labels[-1].startswith("dma")
@@ -81,6 +81,13 @@ def test_occupancy_per_bin_is_exact():
     # bins [0,10): 6 ns busy; [10,20): 8 ns busy.
     assert plot.occupancy(starts, ends, np.array([0.0, 10.0, 20.0])).tolist() == \
         pytest.approx([0.6, 0.8])
+
+
+def test_bin_max_of_a_step_function():
+    times = np.array([0.0, 3.0, 4.0, 12.0])
+    values = np.array([1, 5, 2, 7])
+    # [0,5): 1, then 5 from 3, then 2 from 4 -> 5; [5,10): 2; [10,15): 2 then 7 from 12 -> 7.
+    assert plot.bin_max(times, values, np.array([0.0, 5.0, 10.0, 15.0])).tolist() == [5, 2, 7]
 
 
 def _dense_result(n: int):
@@ -137,13 +144,12 @@ def test_memory_panel(result):
     import matplotlib.pyplot as plt
 
     fig = plot.timeline(result)
-    mem = fig.axes[2]
+    mem = fig.axes[2]  # SBUF; fig.axes[3] is its twin with PSUM
     labels = [t.get_text() for t in mem.get_legend().get_texts()]
-    peak = result.summary()["memory"]
+    peak = result.summary()["memory"]["sbuf"]["peak_bytes_per_partition"]
     assert labels == [
-        f"SBUF (peak {peak['sbuf']['peak_bytes_per_partition']:,} of 180,224 B/partition)",
-        "PSUM (peak 0 of 16,384 B/partition)"]
-    sbuf_line = mem.get_lines()[0]
-    assert max(sbuf_line.get_ydata()) == pytest.approx(
-        100 * peak["sbuf"]["peak_bytes_per_partition"] / 180224)
+        f"SBUF (peak {peak:,} of 180,224 B/partition, {100 * peak / 180224:.1f}%)",
+        "PSUM (peak 0 of 16,384 B/partition, 0.0%)"]
+    assert max(mem.get_lines()[0].get_ydata()) == pytest.approx(peak / 1024)
+    assert mem.get_ylim()[1] == pytest.approx(peak * 1.15 / 1024)
     plt.close(fig)
