@@ -223,12 +223,12 @@ def _draw_memory(ax: "Axes", result: SimResult) -> None:
                             where="post", color=colour, linewidth=0.9,
                             label=f"{space.value.upper()} (peak {peak:,} of {cap:,} "
                                   f"B/partition, {100.0 * peak / cap:.1f}%)")
-        axis.set_ylim(0, max(peak, 1) * 1.15 / 1024)
+        axis.set_ylim(0, max(peak, 1024) * 1.15 / 1024)  # at least 1 KiB: an unused space
         axis.set_ylabel(f"{space.value.upper()}\nKiB/partition", color=colour, fontsize=8)
         axis.tick_params(axis="y", labelsize=7, colors=colour)
         handles.append(line)
     ax.set_xlabel("time (µs)")
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.06, 1.0), fontsize=8,
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.09, 1.0), fontsize=8,
               frameon=False)
 
 
