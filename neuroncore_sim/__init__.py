@@ -10,7 +10,11 @@ from .alias import install_neuronxcc_alias
 from .config import INF2, PRESETS, TRN1, NeuronCoreConfig, load_config
 from .errors import SimulatorError
 from .result import SimResult
-from .simulate import record_launches, simulate, trace
+from .progress import tqdm_bar as _tqdm_bar
+from .simulate import record_launches, set_progress_factory, simulate, trace
+
+# simulate(progress=True) draws tqdm bars; the simulator itself only calls hooks (layering).
+set_progress_factory(_tqdm_bar)
 
 __all__ = ["simulate", "trace", "record_launches", "SimResult", "NeuronCoreConfig",
            "load_config", "TRN1", "INF2", "PRESETS", "install_neuronxcc_alias", "errors",

@@ -49,8 +49,14 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--out", metavar="DIR", type=Path, default=None,
                         help="also write per launch: summary.json, summary.txt, events.csv, "
                              "timeline.png and trace.json (Perfetto/Chrome trace) under DIR")
+    common.add_argument("--trace-max-events", metavar="N", type=int, default=None,
+                        help="with --out: keep only the first N events (in time) in trace.json "
+                             "(about 220 bytes each; default: all)")
     common.add_argument("--debug", action="store_true",
                         help="show the full Python traceback when a kernel fails")
+    common.add_argument("--no-progress", action="store_true",
+                        help="no progress bars (they are drawn on stderr when it is a terminal "
+                             "and a launch takes more than half a second)")
     p = argparse.ArgumentParser(
         prog="neuroncore-sim",
         description="Simulate NKI kernels on a NeuronCore-v2 (Trainium1 / Inferentia2) and "
@@ -97,6 +103,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILED
 
 
+def _progress(args: argparse.Namespace) -> bool:
+    """Progress bars on unless --no-progress or stderr is not a terminal (logs, pipes)."""
+    return not args.no_progress and sys.stderr.isatty()
+
+
 # --- run -----------------------------------------------------------------------------------------
 
 def _run(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
@@ -109,7 +120,8 @@ def _run(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
     sys.path.insert(0, str(script.resolve().parent))  # as `python SCRIPT.py` would
     status = EXIT_OK
     try:
-        with record_launches(config=cfg, functional=not args.timing_only) as launches:
+        with record_launches(config=cfg, functional=not args.timing_only,
+                             progress=_progress(args)) as launches:
             try:
                 runpy.run_path(str(script), run_name="__main__")
             except SystemExit as e:  # the script's own exit status is ours
@@ -122,7 +134,7 @@ def _run(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
     for n, res in enumerate(launches, 1):
-        _report(res, n, args.out)
+        _report(res, n, args.out, trace_max_events=args.trace_max_events)
     if not launches:
         print("no kernel launches recorded (the script called no @nki.jit kernel)")
     return status
@@ -170,8 +182,8 @@ def _profile(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
     inputs = module.example_inputs()
     pos, kw = ((), dict(inputs)) if isinstance(inputs, dict) else (tuple(inputs), {})
     res = simulate(kernel, *pos, grid=getattr(module, "GRID", ()), config=cfg,
-                   functional=not args.timing_only, **kw)
-    _report(res, 1, args.out, label=name)
+                   functional=not args.timing_only, progress=_progress(args), **kw)
+    _report(res, 1, args.out, label=name, trace_max_events=args.trace_max_events)
     reference = getattr(module, "reference", None)
     if args.timing_only or not callable(reference) or not res.outputs:
         return EXIT_OK
@@ -185,7 +197,8 @@ def _profile(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
 
 # --- output --------------------------------------------------------------------------------------
 
-def _report(res: SimResult, n: int, out: Path | None, label: str | None = None) -> None:
+def _report(res: SimResult, n: int, out: Path | None, label: str | None = None,
+            trace_max_events: int | None = None) -> None:
     """Print one launch's summary; with ``out``, write its files."""
     name = label or res.program.name
     print(f"== launch {n}: {name}")
@@ -195,10 +208,11 @@ def _report(res: SimResult, n: int, out: Path | None, label: str | None = None) 
     folder = out / f"launch{n}_{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "summary.json").write_text(json.dumps(res.summary(), indent=2) + "\n")
-    (folder / "summary.txt").write_text(
-        report.summary_text(res) + "\nper engine:\n" + report.engine_table(res).to_string()
-        + "\n\nper source line:\n" + report.source_table(res).to_string() + "\n")
+    (folder / "summary.txt").write_text(report.full_text(res))
     res.events.to_csv(folder / "events.csv", index=False)
-    chrome_trace.write(res, folder / "trace.json")
+    chrome_trace.write(res, folder / "trace.json", max_events=trace_max_events)
+    if trace_max_events is not None and len(res.timing.events) > trace_max_events:
+        print(f"   trace.json: first {trace_max_events:,} of {len(res.timing.events):,} events "
+              "(--trace-max-events)")
     plot.save_timeline(res, folder / "timeline.png")
     print(f"   wrote {folder}/")

@@ -28,6 +28,7 @@ from typing import Callable
 from .config import NeuronCoreConfig
 from .cost_select import SELECT_FORMULAS, SELECT_MAIN_ROLE
 from .dtypes import dtype_name
+from .events import KernelWork
 from .ir import Access, Engine, Instruction, MemSpace, Opcode, Program
 
 #: Opcodes executed by the DMA engines rather than a compute engine.
@@ -354,21 +355,36 @@ def dma_transfers(ins: Instruction, config: NeuronCoreConfig) -> tuple[DmaTransf
 
 # --- bounds ---------------------------------------------------------------------------------------
 
-def roofline_ns(program: Program, config: NeuronCoreConfig) -> float:
-    """A lower bound on the latency: the largest of matmul FLOPs at TensorE peak, DMA bytes at
-    the peak of all DMA engines, and HBM bytes at the HBM bandwidth."""
+def kernel_work(program: Program, config: NeuronCoreConfig) -> KernelWork:
+    """The launch's useful matmul FLOPs (and their time at the dtype's TensorE peak), DMA bytes
+    and HBM bytes.
+
+    TensorE peak: ``num_partitions x gemm_stationary_fmax`` MACs per cycle at
+    ``tensor_clock_hz`` (arch.md: 91.75 TFLOPS bf16); fp32 operands divide it by the same
+    dtype factor as the matmul cost formula.
+    """
     macs_per_ns = (config.num_partitions * config.gemm_stationary_fmax
                    * config.tensor_clock_hz / 1e9)
-    mm_ns = dma_bytes = hbm_bytes = 0.0
+    flops = dma_bytes = hbm_bytes = 0
+    mm_ns = 0.0
     for ins in program.instructions:
         if ins.opcode is Opcode.NC_MATMUL:
             st, mv = ins.srcs["stationary"], ins.srcs["moving"]
             macs = st.partitions * st.free_size * mv.free_size
+            flops += 2 * macs
             mm_ns += macs / macs_per_ns * _matmul_dtype_factor(ins, config)
         elif ins.opcode in DMA_OPCODES:
             src, dst = ins.srcs["src"], ins.out
             nbytes = max(src.nbytes, dst.nbytes)
             dma_bytes += nbytes
             hbm_bytes += nbytes * ((src.space is MemSpace.HBM) + (dst.space is MemSpace.HBM))
-    return max(mm_ns, dma_bytes / (config.dma_engines * config.dma_engine_bytes_per_ns),
-               hbm_bytes / config.hbm_bytes_per_ns)
+    return KernelWork(flops, mm_ns, dma_bytes, hbm_bytes)
+
+
+def roofline_ns(program: Program, config: NeuronCoreConfig) -> float:
+    """A lower bound on the latency: the largest of matmul FLOPs at TensorE peak, DMA bytes at
+    the peak of all DMA engines, and HBM bytes at the HBM bandwidth."""
+    w = kernel_work(program, config)
+    return max(w.matmul_peak_ns,
+               w.dma_bytes / (config.dma_engines * config.dma_engine_bytes_per_ns),
+               w.hbm_bytes / config.hbm_bytes_per_ns)

@@ -77,6 +77,26 @@ class Event:
 
 
 @dataclass(frozen=True, slots=True)
+class KernelWork:
+    """How much work a launch asks of the hardware, from the cost model: the inputs of the
+    roofline bound and of MFU.
+
+    Attributes:
+        matmul_flops: useful matmul FLOPs, ``2 * K * M * N`` summed over every nc_matmul
+            (stationary ``[K, M]``, moving ``[K, N]``).
+        matmul_peak_ns: time those matmuls need at the TensorE peak for their dtypes (fp32
+            operands run ``fp32_matmul_slowdown`` times slower, less with a onezero hint).
+        dma_bytes: bytes moved by DMA instructions.
+        hbm_bytes: bytes those DMAs read from plus write to HBM.
+    """
+
+    matmul_flops: int = 0
+    matmul_peak_ns: float = 0.0
+    dma_bytes: int = 0
+    hbm_bytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class TimingResult:
     """The timing of one kernel launch.
 
@@ -87,12 +107,14 @@ class TimingResult:
             overlap themselves).
         instruction_end_ns: ``Instruction.id`` -> when it completed (last stage or last
             transfer).
+        work: the launch's total work (FLOPs, bytes), for bounds and utilisation.
     """
 
     events: tuple[Event, ...]
     latency_ns: float
     busy_ns: dict[str, float] = field(default_factory=dict)
     instruction_end_ns: dict[int, float] = field(default_factory=dict)
+    work: KernelWork = field(default_factory=KernelWork)
 
     @property
     def dma_busy_ns(self) -> float:

@@ -3,12 +3,16 @@
 :func:`timeline` draws one horizontal lane per compute engine (tensor, its LoadStationary stage
 ``tensor_ls`` when present, vector, scalar, gpsimd, sync when present) and a "dma" band made of one
 thin sub-lane per DMA engine. Bars are coloured by opcode. A second panel below shows the
-fraction of compute engines and of DMA engines busy over time.
+fraction of compute engines and of DMA engines busy over time, a third the SBUF and PSUM bytes
+per partition in use (:mod:`neuroncore_sim.tile_memory`), each on its own axis.
 
-Large launches (tens of thousands of events) stay fast and readable: bars of one opcode on one
-lane that are closer together than a pixel are merged before drawing, and each lane is drawn with
-one ``broken_barh`` call per opcode. matplotlib is imported inside the functions (Agg backend), so
-importing this module costs nothing and needs no display.
+Large launches (tens of thousands of events) stay fast and readable. A lane with few events is
+drawn exactly (one bar per event; bars of one opcode closer than a pixel are merged). A lane with
+more than one event per :data:`BIN_ABOVE_PIXELS_PER_EVENT` pixels is drawn binned: the time axis
+is cut into pixel-wide bins, and in each bin the opcodes are stacked, each as tall as the share of
+the bin it kept the lane busy. A lane busy a quarter of the time is then a quarter-height band,
+not a solid bar of merged sub-pixel events. matplotlib is imported inside the functions (Agg
+backend), so importing this module costs nothing and needs no display.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import tile_memory
 from .events import Event, is_dma_row
+from .ir import MemSpace
 from .result import SimResult
 
 if TYPE_CHECKING:
@@ -34,6 +40,10 @@ _FIG_WIDTH_IN = 12.0
 _DPI = 100
 _UTIL_BINS = 400
 _DMA_BAND_HEIGHT = 1.6
+_LANE_BINS = int(_FIG_WIDTH_IN * _DPI)  # about one bin per pixel of the lanes' width
+#: A lane with more events than ``_LANE_BINS / BIN_ABOVE_PIXELS_PER_EVENT`` is drawn binned.
+BIN_ABOVE_PIXELS_PER_EVENT = 8
+_ACTIVE_TINT = "0.88"
 
 
 def merge_intervals(starts: np.ndarray, ends: np.ndarray, gap: float) -> list[tuple[float, float]]:
@@ -55,24 +65,37 @@ def merge_intervals(starts: np.ndarray, ends: np.ndarray, gap: float) -> list[tu
     return [(s, e - s) for s, e in out]
 
 
+def occupancy(starts: np.ndarray, ends: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Summed busy time of the intervals in each bin between consecutive ``edges``, over the
+    bin width (1.0 = one interval running the whole bin).
+
+    Computed exactly from the sorted start/end points (the integral of the number of running
+    intervals), not by sampling.
+    """
+    if len(starts) == 0:
+        return np.zeros(len(edges) - 1)
+    t = np.concatenate([starts, ends])
+    step = np.concatenate([np.ones(len(starts)), -np.ones(len(ends))])
+    order = np.argsort(t, kind="stable")
+    t, step = t[order], step[order]
+    running = np.cumsum(step)  # intervals running just after each point
+    integral = np.concatenate([[0.0], np.cumsum(running[:-1] * np.diff(t))])
+    cum = np.interp(edges, t, integral, left=0.0, right=integral[-1])
+    return np.diff(cum) / np.diff(edges)
+
+
 def busy_fraction(events: list[Event], rows: set[str], n_engines: int, edges: np.ndarray
                   ) -> np.ndarray:
     """Average fraction of ``n_engines`` busy in each bin between consecutive ``edges`` (ns).
 
-    Each row is busy at most once at a time, so busy time is the integral of the number of
-    running events; it is computed exactly from the sorted start/end points (no sampling).
+    Each row is busy at most once at a time, so this is :func:`occupancy` of the rows' events
+    over the number of engines.
     """
     sel = [e for e in events if e.engine in rows]
     if not sel or n_engines <= 0:
         return np.zeros(len(edges) - 1)
-    t = np.array([e.start_ns for e in sel] + [e.end_ns for e in sel])
-    step = np.concatenate([np.ones(len(sel)), -np.ones(len(sel))])
-    order = np.argsort(t, kind="stable")
-    t, step = t[order], step[order]
-    running = np.cumsum(step)  # events running just after each point
-    integral = np.concatenate([[0.0], np.cumsum(running[:-1] * np.diff(t))])
-    cum = np.interp(edges, t, integral, left=0.0, right=integral[-1])
-    return np.diff(cum) / np.diff(edges) / n_engines
+    return occupancy(np.array([e.start_ns for e in sel]), np.array([e.end_ns for e in sel]),
+                     edges) / n_engines
 
 
 def _lanes(events: list[Event]) -> tuple[list[str], list[str]]:
@@ -109,12 +132,38 @@ def _draw_lanes(ax: "Axes", events: list[Event], latency_ns: float, n_dma: int) 
     groups: dict[tuple[str, str], list[Event]] = {}
     for e in events:
         groups.setdefault((e.engine, e.opcode), []).append(e)
-    for (row, op), evs in groups.items():
-        spans = merge_intervals(np.array([e.start_ns for e in evs]) / 1000,
-                                np.array([e.end_ns for e in evs]) / 1000, px_ns / 1000)
+    counts: dict[str, int] = {}
+    for (row, _), evs in groups.items():
+        counts[row] = counts.get(row, 0) + len(evs)
+    binned = {r for r, n in counts.items() if n * BIN_ABOVE_PIXELS_PER_EVENT > _LANE_BINS}
+    edges = np.linspace(0.0, max(latency_ns, 1.0), _LANE_BINS + 1)
+    stacked = {r: np.zeros(_LANE_BINS) for r in binned}
+    for (row, op), evs in sorted(groups.items(), key=lambda kv: (kv[0][0], opcodes.index(kv[0][1]))):
+        starts = np.array([e.start_ns for e in evs])
+        ends = np.array([e.end_ns for e in evs])
+        if row in binned:
+            bottom, height = y[row]
+            occ = occupancy(starts, ends, edges)
+            lo = bottom + stacked[row] * height
+            hi = lo + occ * height
+            stacked[row] += occ
+            # step="post": bin i spans edges[i]..edges[i+1]; repeat the last value at the end.
+            ax.fill_between(edges / 1000, np.append(lo, lo[-1]), np.append(hi, hi[-1]),
+                            step="post", facecolor=colours[op], linewidth=0)
+            continue
+        spans = merge_intervals(starts / 1000, ends / 1000, px_ns / 1000)
         # A bar narrower than a pixel would vanish: draw it one pixel wide.
         spans = [(s, max(w, px_ns / 1000)) for s, w in spans]
         ax.broken_barh(spans, y[row], facecolors=colours[op], linewidth=0)
+    for row in binned:  # where a binned lane did anything, a light band the lane's height
+        bottom, height = y[row]
+        active = np.append(stacked[row] > 0, False)
+        ax.fill_between(edges / 1000, bottom, bottom + height, where=active, step="post",
+                        facecolor=_ACTIVE_TINT, linewidth=0, zorder=0.5)
+    if binned:
+        ax.text(1.0, -0.02, "lanes with many events: bar height = share of each pixel busy "
+                "(grey: active)",
+                transform=ax.transAxes, ha="right", va="top", fontsize=7, color="0.4")
     ticks = [y[r][0] + y[r][1] / 2 for r in compute] + [_DMA_BAND_HEIGHT / 2]
     ax.set_yticks(ticks, list(compute) + [f"dma\n({n_dma} engines)"])
     ax.set_ylim(0, top)
@@ -134,7 +183,8 @@ def _draw_utilisation(ax: "Axes", events: list[Event], latency_ns: float, n_dma:
     edges = np.linspace(0.0, max(latency_ns, 1.0), _UTIL_BINS + 1)
     mid_us = (edges[:-1] + edges[1:]) / 2 / 1000
     comp = busy_fraction(events, set(UTIL_COMPUTE_ROWS), len(UTIL_COMPUTE_ROWS), edges)
-    dma = busy_fraction(events, {e.engine for e in events if is_dma_row(e.engine)}, n_dma, edges)
+    dma_rows = {r for r in {e.engine for e in events} if is_dma_row(r)}
+    dma = busy_fraction(events, dma_rows, n_dma, edges)
     ax.fill_between(mid_us, comp, step="mid", alpha=0.35, color="tab:blue")
     ax.step(mid_us, comp, where="mid", color="tab:blue", linewidth=0.8,
             label=f"compute engines ({len(UTIL_COMPUTE_ROWS)})")
@@ -142,18 +192,56 @@ def _draw_utilisation(ax: "Axes", events: list[Event], latency_ns: float, n_dma:
             label=f"DMA engines ({n_dma})")
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("busy\nfraction")
-    ax.set_xlabel("time (µs)")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+
+
+def bin_max(times: np.ndarray, values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Maximum of a step function (``values[i]`` from ``times[i]`` on; ``times[0] <=
+    edges[0]``) over each bin between consecutive ``edges``."""
+    first = np.searchsorted(times, edges[:-1], side="right") - 1  # value at the bin's start
+    stop = np.searchsorted(times, edges[1:], side="left")  # changes before the bin's end
+    return np.array([values[a:max(b, a + 1)].max() for a, b in zip(first, stop)])
+
+
+def _draw_memory(ax: "Axes", result: SimResult) -> None:
+    """SBUF (left axis) and PSUM (right axis) KiB per partition in use over time, each scaled
+    to its own peak so a small footprint still shows its shape; the legend gives the peaks
+    against the capacities."""
+    assert result.timing is not None  # timeline() checked it
+    lives = tile_memory.tile_lives(result.program, result.timing, result.config)
+    end_ns = max(result.timing.latency_ns, 1.0)
+    handles = []
+    for axis, space, colour in ((ax, MemSpace.SBUF, "tab:green"),
+                                (ax.twinx(), MemSpace.PSUM, "tab:purple")):
+        t, used = tile_memory.usage_series(lives, space)
+        cap = tile_memory.capacity(space, result.config)
+        peak = int(used.max())
+        if len(t) > _LANE_BINS:  # more changes than pixels: draw each pixel's maximum
+            t = np.linspace(0.0, end_ns, _LANE_BINS + 1)[:-1]
+            used = bin_max(*tile_memory.usage_series(lives, space), np.append(t, end_ns))
+        (line,) = axis.step(np.append(t, end_ns) / 1000, np.append(used, used[-1]) / 1024,
+                            where="post", color=colour, linewidth=0.9,
+                            label=f"{space.value.upper()} (peak {peak:,} of {cap:,} "
+                                  f"B/partition, {100.0 * peak / cap:.1f}%)")
+        axis.set_ylim(0, max(peak, 1024) * 1.15 / 1024)  # at least 1 KiB: an unused space
+        axis.set_ylabel(f"{space.value.upper()}\nKiB/partition", color=colour, fontsize=8)
+        axis.tick_params(axis="y", labelsize=7, colors=colour)
+        handles.append(line)
+    ax.set_xlabel("time (µs)")
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.09, 1.0), fontsize=8,
+              frameon=False)
 
 
 def timeline(result: SimResult, path: str | Path | None = None, ax: "Axes | None" = None,
              title: str | None = None) -> "Figure":
-    """Plot the launch's engine timeline; optionally save it as an image.
+    """Plot the launch's engine timeline, its busy fractions and its SBUF/PSUM use; optionally
+    save it as an image.
 
     Args:
         result: a timed launch.
         path: where to save (PNG or any format matplotlib knows by suffix); None: do not save.
-        ax: draw only the lanes into this Axes (no utilisation panel); its figure is returned.
+        ax: draw only the lanes into this Axes (no utilisation or memory panel); its figure is
+            returned.
         title: figure title; default names kernel, config and latency.
 
     Returns:
@@ -176,11 +264,12 @@ def timeline(result: SimResult, path: str | Path | None = None, ax: "Axes | None
         fig = ax.figure
     else:
         n_lanes = len(_lanes(events)[0])
-        fig, (lanes, util) = plt.subplots(
-            2, 1, sharex=True, figsize=(_FIG_WIDTH_IN, 1.2 + 0.45 * (n_lanes + 3)),
-            gridspec_kw={"height_ratios": [n_lanes + _DMA_BAND_HEIGHT, 1.6]}, dpi=_DPI)
+        fig, (lanes, util, mem) = plt.subplots(
+            3, 1, sharex=True, figsize=(_FIG_WIDTH_IN, 1.2 + 0.45 * (n_lanes + 5)),
+            gridspec_kw={"height_ratios": [n_lanes + _DMA_BAND_HEIGHT, 1.6, 1.6]}, dpi=_DPI)
         _draw_lanes(lanes, events, latency, n_dma)
         _draw_utilisation(util, events, latency, n_dma)
+        _draw_memory(mem, result)
         lanes.set_xlim(0, max(latency, 1.0) / 1000)
         lanes.set_title(title, fontsize=10)
         fig.tight_layout()

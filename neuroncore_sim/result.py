@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from . import analysis, tile_memory
 from .config import NeuronCoreConfig
 from .errors import UnsupportedError
 from .events import COMPUTE_ROWS, TENSOR_LS_ROW, TimingResult, is_dma_row
@@ -21,8 +22,6 @@ if TYPE_CHECKING:
 #: Columns of :attr:`SimResult.events`, in order.
 EVENT_COLUMNS = ("instr_id", "engine", "opcode", "start_ns", "end_ns", "duration_ns", "nbytes",
                  "waited_on", "source", "instance")
-#: Below this busy fraction of every engine and of the DMA engines, a kernel is latency-bound.
-LATENCY_BOUND_BUSY_FRACTION = 0.5
 _DMA_OPCODES = (Opcode.DMA_COPY, Opcode.DMA_TRANSPOSE)
 
 
@@ -64,15 +63,22 @@ class SimResult:
         return pd.DataFrame(rows, columns=list(EVENT_COLUMNS))
 
     def summary(self) -> dict[str, Any]:
-        """Headline numbers of the launch.
+        """Headline numbers of the launch (JSON-ready; docs/reports.md lists every field).
 
         Returns:
             dict with ``latency_ns``, ``latency_tensor_cycles`` (latency at the TensorE clock),
             ``busy_ns`` and ``busy_percent`` per engine row (compute rows, "tensor_ls", and
             "dma" = the DMA engines' summed busy time over their count), ``instructions`` per
-            engine, ``dma_bytes``, ``dma_bytes_per_ns`` and ``bottleneck``: the busiest of
-            tensor/vector/scalar/gpsimd/dma, or "latency" when none is busy more than half the
-            time.
+            engine, ``dma_transfers``, ``dma_bytes``, ``dma_bytes_per_ns``; the roofline bound
+            (``roofline_ns``, ``roofline_limit``, ``roofline_terms_ns``,
+            ``latency_over_roofline``, ``roofline_percent``); ``matmul_flops``,
+            ``achieved_tflops``, ``mfu_percent``; ``dma_queue_busy_percent`` versus
+            ``dma_bandwidth_percent_of_peak`` (and ``dma_peak_bytes_per_ns``), ``hbm_bytes``,
+            ``hbm_bytes_per_ns``, ``hbm_bandwidth_percent_of_peak``, ``hbm_peak_bytes_per_ns``;
+            ``bottleneck`` (the busiest of tensor/vector/scalar/gpsimd/dma, or "latency" when
+            none is busy more than half the time) with ``bottleneck_evidence``; ``top_stalls``
+            and ``memory`` (peak SBUF/PSUM bytes per partition). Definitions: see
+            :mod:`neuroncore_sim.analysis` and :mod:`neuroncore_sim.tile_memory`.
         """
         t = self._timing()
         cfg = self.config
@@ -81,17 +87,12 @@ class SimResult:
         busy["dma"] = t.dma_busy_ns / cfg.dma_engines
         pct = {row: (100.0 * v / latency if latency > 0 else 0.0) for row, v in busy.items()}
         counts: dict[str, int] = {}
-        dma_bytes = 0
         for ins in self.program.instructions:
-            if ins.opcode in _DMA_OPCODES:
-                counts["dma"] = counts.get("dma", 0) + 1
-                dma_bytes += max(ins.srcs["src"].nbytes, ins.out.nbytes)
-            else:
-                counts[ins.engine.value] = counts.get(ins.engine.value, 0) + 1
-        candidates = ("tensor", "vector", "scalar", "gpsimd", "dma")
-        busiest = max(candidates, key=lambda r: (busy[r], -candidates.index(r)))
-        bound = (busiest if latency > 0 and busy[busiest] > LATENCY_BOUND_BUSY_FRACTION * latency
-                 else "latency")
+            row = "dma" if ins.opcode in _DMA_OPCODES else ins.engine.value
+            counts[row] = counts.get(row, 0) + 1
+        use = analysis.utilisation(t, cfg, pct["dma"])
+        stalls = analysis.top_stalls(self.program, t)
+        verdict, evidence = analysis.bottleneck(pct, stalls, use["dma_bandwidth_percent_of_peak"])
         return {
             "latency_ns": latency,
             "latency_tensor_cycles": latency * cfg.tensor_clock_hz / 1e9,
@@ -99,7 +100,12 @@ class SimResult:
             "busy_percent": pct,
             "instructions": counts,
             "dma_transfers": sum(1 for e in t.events if is_dma_row(e.engine)),
-            "dma_bytes": dma_bytes,
-            "dma_bytes_per_ns": dma_bytes / latency if latency > 0 else 0.0,
-            "bottleneck": bound,
+            "dma_bytes": t.work.dma_bytes,
+            "dma_bytes_per_ns": t.work.dma_bytes / latency if latency > 0 else 0.0,
+            **analysis.roofline(t, cfg),
+            **use,
+            "bottleneck": verdict,
+            "bottleneck_evidence": evidence,
+            "top_stalls": stalls,
+            "memory": tile_memory.memory_summary(self.program, t, cfg),
         }

@@ -7,6 +7,13 @@ This is the one module that knows the whole pipeline::
     -> result.SimResult
 
 It also owns the launch objects users hold (:class:`Kernel`, what ``nki.jit`` returns).
+
+Progress. Long launches can report progress (``simulate(..., progress=True)``): tracing counts
+recorded instructions, timing counts finished ones. This module only calls the hooks; how a bar
+is drawn (tqdm) is decided at the edge: ``progress=True`` uses the factory an entry point
+registered with :func:`set_progress_factory` (the package's ``__init__`` registers
+:func:`neuroncore_sim.progress.tqdm_bar`), and any :data:`ProgressFactory` may be passed
+instead.
 """
 
 from __future__ import annotations
@@ -17,13 +24,13 @@ import itertools
 import warnings
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
 
 from .config import load_config
 from .dtypes import to_dtype
-from .errors import KernelError
+from .errors import KernelError, UnsupportedError
 from .execute import Executor
 from .frontend import tracer as _tracer
 from .frontend.tensor import NkiTensor
@@ -32,6 +39,52 @@ from .ir import MemSpace, Program
 from .result import SimResult
 from .timing import simulate_timing
 from .torch_io import TorchArgs
+
+
+class ProgressBar(Protocol):
+    """One progress bar: ``update(done)`` with the count so far, ``close()`` at the end."""
+
+    def update(self, done: int) -> None: ...
+
+    def close(self) -> None: ...
+
+
+#: (description, total or None when unknown) -> a :class:`ProgressBar`.
+ProgressFactory = Callable[[str, "int | None"], ProgressBar]
+_PROGRESS_FACTORY: list[ProgressFactory] = []
+
+
+def set_progress_factory(factory: ProgressFactory) -> None:
+    """Make ``factory`` draw the bars of ``progress=True`` (called by an entry point)."""
+    _PROGRESS_FACTORY[:] = [factory]
+
+
+def _progress_factory(progress: bool | ProgressFactory) -> ProgressFactory | None:
+    if progress is False or progress is None:
+        return None
+    if progress is True:
+        if not _PROGRESS_FACTORY:
+            raise UnsupportedError("progress=True: expected a registered progress bar factory "
+                                   "(import neuroncore_sim registers tqdm), found none")
+        return _PROGRESS_FACTORY[0]
+    if not callable(progress):
+        raise UnsupportedError(f"progress: expected True, False or a factory "
+                               f"(description, total) -> bar, found {progress!r}")
+    return progress
+
+
+@contextlib.contextmanager
+def _bar(bars: ProgressFactory | None, description: str, total: int | None
+         ) -> Iterator[ProgressBar | None]:
+    """A bar from ``bars`` (None without one), closed when the block ends."""
+    if bars is None:
+        yield None
+        return
+    bar = bars(description, total)
+    try:
+        yield bar
+    finally:
+        bar.close()
 
 
 @dataclass
@@ -108,7 +161,7 @@ def _def_loc(fn: Callable[..., Any]) -> str | None:
 
 
 def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None, functional: bool = True,
-          **kwargs: Any) -> Launch:
+          on_record: Callable[[int], None] | None = None, **kwargs: Any) -> Launch:
     """Run a kernel once per SPMD instance, recording its Program and computing its outputs.
 
     Args:
@@ -116,6 +169,7 @@ def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None, functiona
         grid: the SPMD grid (``()`` for one instance).
         config: preset name, TOML path or NeuronCoreConfig.
         functional: compute values (False: record only, no numpy work).
+        on_record: progress hook, called with the count of recorded instructions.
     """
     fn = getattr(kernel, "func", kernel)
     torch_args = TorchArgs(args, kwargs)  # torch tensors -> numpy views of their memory
@@ -124,7 +178,7 @@ def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None, functiona
     cfg = load_config(config)
     program = Program(getattr(fn, "__name__", "kernel"), grid)
     executor = Executor(cfg) if functional else None
-    tr = _tracer.Tracer(program, cfg, executor)
+    tr = _tracer.Tracer(program, cfg, executor, on_record)
     with tr.active():
         new_args, new_kwargs, user_arrays = _bind_inputs(tr, fn, args, kwargs, functional)
         returned: Any = None
@@ -167,7 +221,8 @@ def _collect(tr: _tracer.Tracer, executor: Executor | None, returned: Any,
 
 
 def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
-             functional: bool = True, timing: bool = True, **kwargs: Any) -> SimResult:
+             functional: bool = True, timing: bool = True,
+             progress: bool | ProgressFactory = False, **kwargs: Any) -> SimResult:
     """Run a kernel launch: its values (unless ``functional=False``) and its estimated timing.
 
     Args:
@@ -177,13 +232,25 @@ def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
         config: "trn1" (default), "inf2", a TOML file path or a NeuronCoreConfig.
         functional: compute output values with the hardware's dtype behaviour.
         timing: run the timing model.
+        progress: True shows progress bars for tracing and timing (tqdm on stderr); or a
+            :data:`ProgressFactory` drawing them some other way. Off by default.
 
     Returns:
         SimResult with ``outputs``, ``latency_ns``, ``events`` and ``summary()``.
     """
     cfg = load_config(config)
-    launch = trace(kernel, *args, grid=grid, config=cfg, functional=functional, **kwargs)
-    times = simulate_timing(launch.program, cfg) if timing else None
+    bars = _progress_factory(progress)
+    name = getattr(kernel, "__name__", "kernel")
+    with _bar(bars, f"{name}: tracing", None) as bar:
+        launch = trace(kernel, *args, grid=grid, config=cfg, functional=functional,
+                       on_record=bar.update if bar is not None else None, **kwargs)
+        if bar is not None:
+            bar.update(len(launch.program.instructions))
+    times = None
+    if timing:
+        with _bar(bars, f"{name}: timing", len(launch.program.instructions)) as bar:
+            times = simulate_timing(launch.program, cfg,
+                                    bar.update if bar is not None else None)
     result = SimResult(program=launch.program, outputs=launch.outputs, config=cfg, timing=times)
     session = _SESSION.get()
     if session is not None:
@@ -198,6 +265,7 @@ class LaunchRecorder:
 
     config: Any = None
     functional: bool = True
+    progress: bool | ProgressFactory = False
     results: list[SimResult] = field(default_factory=list)
 
     def __iter__(self) -> Iterator[SimResult]:
@@ -214,14 +282,16 @@ _SESSION: ContextVar[LaunchRecorder | None] = ContextVar("neuroncore_sim_session
 
 
 @contextlib.contextmanager
-def record_launches(config: Any = None, functional: bool = True) -> Iterator[LaunchRecorder]:
+def record_launches(config: Any = None, functional: bool = True,
+                    progress: bool | ProgressFactory = False) -> Iterator[LaunchRecorder]:
     """Inside this block every ``nki.jit`` kernel call is also timed and its result collected.
 
     Args:
         config: hardware config for those launches (default trn1).
         functional: False runs them timing-only (outputs are None).
+        progress: progress bars for each launch, as in :func:`simulate`.
     """
-    recorder = LaunchRecorder(load_config(config), functional)
+    recorder = LaunchRecorder(load_config(config), functional, progress)
     token = _SESSION.set(recorder)
     try:
         yield recorder
@@ -257,7 +327,8 @@ class Kernel:
             res = simulate(self, *targs.args, grid=self.grid, timing=False, **targs.kwargs)
         else:
             res = simulate(self, *targs.args, grid=self.grid, config=session.config,
-                           functional=session.functional, **targs.kwargs)
+                           functional=session.functional, progress=session.progress,
+                           **targs.kwargs)
         return targs.results(_unwrap(res.outputs))
 
     def __repr__(self) -> str:

@@ -29,18 +29,21 @@
   ScalarE cannot use PSUM at once: simpy Resources held for the instruction's duration
   (acquired in the order SBUF, PSUM, so no deadlock).
 * SPMD instances run one after another; each starts when the previous one has finished.
+* Progress: an optional callback gets the number of instructions finished so far (about 200
+  calls per launch), so an entry point can draw a progress bar without this layer knowing how.
 
 Deterministic: processes and events are created in program order and nothing iterates a set.
 """
 
 from __future__ import annotations
 
-from typing import Generator
+from typing import Callable, Generator
 
 import simpy
 
 from .config import NeuronCoreConfig
-from .cost import cycles_to_ns, instruction_cycles, matmul_stage_cycles, pipeline_latency_ns
+from .cost import (cycles_to_ns, instruction_cycles, kernel_work, matmul_stage_cycles,
+                   pipeline_latency_ns)
 from .dma import DmaEngines
 from .events import (LOAD_STATIONARY, MULTIPLY_MOVING, TENSOR_LS_ROW, Event, TimingResult,
                      DMA_ROW_PREFIX, dma_row, is_dma_row)
@@ -52,10 +55,17 @@ _SBUF_SHARERS = (Engine.VECTOR, Engine.GPSIMD)
 _PSUM_SHARERS = (Engine.VECTOR, Engine.SCALAR)
 
 Edge = tuple[int, float]  # (producer id, extra latency after its end)
+#: About this many progress callbacks per launch (each one is a Python call into the caller).
+_PROGRESS_CALLS = 200
 
 
-def simulate_timing(program: Program, config: NeuronCoreConfig) -> TimingResult:
+def simulate_timing(program: Program, config: NeuronCoreConfig,
+                    progress: Callable[[int], None] | None = None) -> TimingResult:
     """Simulate the timing of ``program`` on ``config``.
+
+    Args:
+        progress: called with the number of instructions finished so far, every
+            ``len(program.instructions) / 200`` instructions and once at the end.
 
     Returns:
         A :class:`~neuroncore_sim.events.TimingResult`: every event ordered by start time,
@@ -68,8 +78,10 @@ def simulate_timing(program: Program, config: NeuronCoreConfig) -> TimingResult:
     events: list[Event] = []
     ends: dict[int, float] = {}
     t0 = 0.0
+    tick = _Ticker(progress, len(program.instructions))
     for inst in schedule.instances:
-        t0 = _InstanceRun(inst, config, t0, events, ends).run()
+        t0 = _InstanceRun(inst, config, t0, events, ends, tick).run()
+    tick.done()
     ranks: dict[str, tuple[int, int, str]] = {}
     for e in events:
         if e.engine not in ranks:
@@ -80,7 +92,24 @@ def simulate_timing(program: Program, config: NeuronCoreConfig) -> TimingResult:
         busy[e.engine] = busy.get(e.engine, 0.0) + (e.end_ns - e.start_ns)
     latency = max((e.end_ns for e in events), default=0.0)
     return TimingResult(events=tuple(events), latency_ns=latency, busy_ns=busy,
-                        instruction_end_ns=ends)
+                        instruction_end_ns=ends, work=kernel_work(program, config))
+
+
+class _Ticker:
+    """Counts finished instructions and reports every ``total / _PROGRESS_CALLS`` of them."""
+
+    def __init__(self, callback: Callable[[int], None] | None, total: int) -> None:
+        self.callback, self.count = callback, 0
+        self.step = max(1, total // _PROGRESS_CALLS)
+
+    def __call__(self) -> None:
+        self.count += 1
+        if self.callback is not None and self.count % self.step == 0:
+            self.callback(self.count)
+
+    def done(self) -> None:
+        if self.callback is not None and self.count % self.step != 0:
+            self.callback(self.count)
 
 
 def _row_rank(row: str) -> tuple[int, int, str]:
@@ -100,8 +129,8 @@ class _InstanceRun:
     """One simpy run of one SPMD instance, starting at ``t0``."""
 
     def __init__(self, inst: InstanceSchedule, config: NeuronCoreConfig, t0: float,
-                 events: list[Event], ends: dict[int, float]) -> None:
-        self.inst, self.cfg, self.events = inst, config, events
+                 events: list[Event], ends: dict[int, float], tick: _Ticker) -> None:
+        self.inst, self.cfg, self.events, self.tick = inst, config, events, tick
         self.env = simpy.Environment(initial_time=t0)
         self.by_id = {ins.id: ins for ins in inst.instructions}
         self.queue_of = {iid: q for q, ids in inst.queues.items() for iid in ids}
@@ -162,6 +191,7 @@ class _InstanceRun:
 
     def _finish(self, iid: int, end: float) -> None:
         self.end[iid] = end
+        self.tick()
         waiter = self.waiters.pop(iid, None)
         if waiter is not None:
             waiter.succeed()

@@ -11,10 +11,11 @@ import importlib.util
 import sys
 from pathlib import Path
 
-import neuroncore_sim as ncs
-from neuroncore_sim import plot, report
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's package, not another installed copy
+
+import neuroncore_sim as ncs  # noqa: E402
+from neuroncore_sim import plot, report  # noqa: E402
 
 
 def kernels_of(path: Path) -> dict[str, object]:
@@ -46,8 +47,7 @@ def main() -> int:
                 continue
             out = ROOT / "reports" / name
             out.mkdir(parents=True, exist_ok=True)
-            (out / "summary.txt").write_text(report.summary_text(res) + "\nper engine:\n"
-                                             + report.engine_table(res).to_string() + "\n")
+            (out / "summary.txt").write_text(report.full_text(res))
             plot.save_timeline(res, out / "timeline.png")
             print(f"{name}: {res.latency_ns / 1000:.2f} us -> {out.relative_to(ROOT)}/")
     return status

@@ -123,3 +123,18 @@ def test_untimed_launch_is_refused():
     res = ncs.simulate(tensor_add.kernel, a, a, grid=(1, 1), timing=False)
     with pytest.raises(UnsupportedError, match="timing"):
         chrome_trace.to_chrome_trace(res)
+
+
+def test_max_events_keeps_the_start_of_the_launch(result):
+    events = result.timing.events
+    full = chrome_trace.to_chrome_trace(result)
+    assert "truncated" not in full["otherData"]
+    assert chrome_trace.to_chrome_trace(result, max_events=len(events)) == full
+    trace = chrome_trace.to_chrome_trace(result, max_events=10)
+    assert validate(trace) == []
+    xs = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert len(xs) == 10
+    assert [x["ts"] for x in xs] == pytest.approx([e.start_ns / 1000 for e in events[:10]])
+    assert trace["otherData"]["truncated"] == {"kept": 10, "total": len(events),
+                                               "until_ns": events[10].start_ns}
+    assert all(x["ts"] * 1000 <= events[10].start_ns for x in xs)

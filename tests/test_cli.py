@@ -94,6 +94,20 @@ def test_profile_sample_kernel(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "kernel (grid [2, 2])" in text and "cycles of the TensorE clock" in text
     assert (tmp_path / "launch1_kernel" / "timeline.png").stat().st_size > 10_000
+    summary = (tmp_path / "launch1_kernel" / "summary.txt").read_text()
+    for section in ("roofline   :", "per engine:", "dma (all engines):", "stalls:",
+                    "memory per allocation site:", "per source line:"):
+        assert section in summary
+
+
+def test_trace_max_events(tmp_path, capsys):
+    target = f"{KERNELS / 'tensor_add.py'}::kernel"
+    assert cli.main(["profile", target, "--timing-only", "--out", str(tmp_path),
+                     "--trace-max-events", "5"]) == 0
+    assert "trace.json: first 5 of 196 events (--trace-max-events)" in capsys.readouterr().out
+    trace = json.loads((tmp_path / "launch1_kernel" / "trace.json").read_text())
+    assert sum(1 for e in trace["traceEvents"] if e["ph"] == "X") == 5
+    assert trace["otherData"]["truncated"]["total"] == 196  # 4 instances x (3 DMAs x 16 transfers + 1 add)
 
 
 @pytest.mark.parametrize("argv, code", [

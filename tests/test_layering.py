@@ -7,13 +7,15 @@ layers below its own, plus its own group where the table says so::
     L1 vocabulary    ir, ops, events (L0 only)
     L2 three columns front end (frontend/*), values (memory, semantics, execute),
                      time (cost, schedule, dma, timing): L0-L1 + their own column, never each other
-    L3 assembly      result (L0-L1, pandas only inside functions); simulate (L0-L2 + result)
-    L4 presentation  report, plot, chrome_trace (L0-L1 + result + each other)
+    L3 assembly      result, analysis, tile_memory (L0-L1 + each other, pandas only inside
+                     functions in result); simulate (L0-L2 + result)
+    L4 presentation  report, plot, chrome_trace, progress (L0-L1 + result + each other)
     L5 entry points  cli, sweep, pytest_plugin, alias, __init__, __main__, nki/* (anything)
 
 Third-party libraries stay in their corners: simpy in dma and timing, pandas at the edge,
-matplotlib in plot (inside functions). The scan is a plain ``ast`` walk, so it needs none of the
-package's dependencies and sees every import, including those inside functions. Imports under
+matplotlib in plot and tqdm in progress (inside functions). The scan is a plain ``ast`` walk, so
+it needs none of the package's dependencies and sees every import, including those inside
+functions. Imports under
 ``if TYPE_CHECKING:`` count for the layering (a type dependency is still a dependency) but not as
 run-time imports of a third-party library.
 
@@ -60,10 +62,13 @@ MODULE_GROUP: dict[str, str] = {
     "dma": "time",
     "timing": "time",
     "result": "result",
+    "analysis": "result",
+    "tile_memory": "result",
     "simulate": "simulate",
     "report": "presentation",
     "plot": "presentation",
     "chrome_trace": "presentation",
+    "progress": "presentation",
     "cli": "entry",
     "sweep": "entry",
     "pytest_plugin": "entry",
@@ -91,7 +96,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "frontend": _L1 | {"frontend"},
     "values": _L1 | {"values"},
     "time": _L1 | {"time"},
-    "result": _L1,
+    "result": _L1 | {"result"},
     "simulate": _L2 | {"result"},
     "presentation": _L1 | {"result", "presentation"},
     "entry": _L2 | {"result", "simulate", "presentation", "entry"},
@@ -107,6 +112,8 @@ THIRD_PARTY: dict[str, tuple[frozenset[str] | None, frozenset[str]]] = {
     "pandas": (frozenset({"result", "report", "sweep", "cli", "pytest_plugin"}),
                frozenset({"result"})),
     "matplotlib": (frozenset({"plot"}), frozenset({"plot"})),
+    # progress bars are drawn at the edge only; the simulator calls plain hooks.
+    "tqdm": (frozenset({"progress"}), frozenset({"progress"})),
     # pytest is only a test extra: the plugin must not import it when the package is loaded.
     "pytest": (frozenset({"pytest_plugin"}), frozenset()),
     "_pytest": (frozenset({"pytest_plugin"}), frozenset()),
@@ -379,6 +386,8 @@ def test_synthetic_clean_tree_passes(tmp_path: Path) -> None:
     ("result.py", "import pandas as pd\n", "pandas must be imported inside functions"),
     ("plot.py", "import matplotlib.pyplot as plt\n", "matplotlib must be imported inside"),
     ("report.py", "def f():\n    import matplotlib\n", "matplotlib may only be imported by"),
+    ("timing.py", "def f():\n    from tqdm import tqdm\n", "tqdm may only be imported by"),
+    ("progress.py", "import tqdm\n", "tqdm must be imported inside functions"),
     ("ir.py", "import scipy\n", "not a declared dependency"),
     # unknown modules and broken internal imports
     ("helpers.py", "", "not in the layer table"),

@@ -54,7 +54,7 @@ def test_dma_table(result):
     cfg = result.config
     assert t.loc["total", "peak_bytes_per_ns"] == pytest.approx(16 * cfg.dma_engine_bytes_per_ns)
     assert t.loc["total", "bytes_per_ns"] == pytest.approx(3 * TILE_BYTES / result.latency_ns)
-    assert 0 < t.loc["total", "percent_of_peak"] < 100
+    assert 0 < t.loc["total", "bandwidth_percent_of_peak"] < 100
 
 
 def test_source_table(result):

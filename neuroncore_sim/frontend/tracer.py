@@ -28,7 +28,7 @@ import sys
 import weakref
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Iterator, Protocol
+from typing import Callable, Iterator, Protocol
 
 import numpy as np
 
@@ -38,6 +38,8 @@ from ..ir import Access, Engine, Instruction, MemSpace, Opcode, Placement, Predi
     SourceLoc, TensorDecl
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+#: ``Tracer.on_record`` is called once per this many recorded instructions.
+RECORD_REPORT_EVERY = 256
 
 
 class ValueBackend(Protocol):
@@ -106,13 +108,17 @@ class Tracer:
         program: the program to append to.
         config: the hardware configuration (tile limits come from it).
         backend: the functional executor, or None for a timing-only run.
+        on_record: called with the number of instructions recorded so far, every
+            :data:`RECORD_REPORT_EVERY` instructions (a progress bar hook).
     """
 
     def __init__(self, program: Program, config: NeuronCoreConfig,
-                 backend: ValueBackend | None = None) -> None:
+                 backend: ValueBackend | None = None,
+                 on_record: Callable[[int], None] | None = None) -> None:
         self.program = program
         self.config = config
         self.backend = backend
+        self.on_record = on_record
         self.grid: tuple[int, ...] = program.grid
         self.program_id: tuple[int, ...] = ()
         self.instance = 0
@@ -229,6 +235,8 @@ class Tracer:
         ins = Instruction(len(self.program.instructions), opcode, engine, dsts, srcs, attrs,
                           loc, mask, self.instance)
         self.program.instructions.append(ins)
+        if self.on_record is not None and not (ins.id + 1) % RECORD_REPORT_EVERY:
+            self.on_record(ins.id + 1)
         if self.backend is not None:
             self.backend.execute(ins)
             if self._dead:
