@@ -1,9 +1,10 @@
 """The ``neuroncore-sim`` command line: profile NKI kernels without hardware.
 
-Two subcommands::
+Three subcommands::
 
     neuroncore-sim run my_script.py [ARGS...]          # time every kernel launch of a script
     neuroncore-sim profile kernels/tensor_add.py::kernel   # time one sample kernel
+    neuroncore-sim sweep kernels/matmul_blocked.py --param n_block=1,2,4   # rank a grid
 
 ``--out DIR`` writes, per launch, ``summary.json``, ``summary.txt``, ``events.csv``,
 ``timeline.png`` and ``trace.json`` (open in https://ui.perfetto.dev). Exit status: 0 success,
@@ -21,7 +22,7 @@ import traceback
 from pathlib import Path
 from typing import Sequence
 
-from . import chrome_trace, plot, report
+from . import chrome_trace, plot, report, sweep_cli
 from .alias import install_neuronxcc_alias
 from .config import NeuronCoreConfig, load_config
 from .errors import SimulatorError
@@ -34,18 +35,19 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def _parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    base = argparse.ArgumentParser(add_help=False)
+    base.add_argument("--config", metavar="NAME|FILE.toml", default=None,
+                      help="hardware to time on: a preset (trn1 = Trainium1, the default; "
+                           "inf2 = Inferentia2) or a TOML file overriding config fields")
+    base.add_argument("--debug", action="store_true",
+                      help="show the full Python traceback when a kernel fails")
+    common = argparse.ArgumentParser(add_help=False, parents=[base])
     common.add_argument("--timing-only", action="store_true",
                         help="skip computing output values (faster; timing does not depend on "
                              "input values; a script's kernels then return None)")
-    common.add_argument("--config", metavar="NAME|FILE.toml", default=None,
-                        help="hardware to time on: a preset (trn1 = Trainium1, the default; "
-                             "inf2 = Inferentia2) or a TOML file overriding config fields")
     common.add_argument("--out", metavar="DIR", type=Path, default=None,
                         help="also write per launch: summary.json, summary.txt, events.csv, "
                              "timeline.png and trace.json (Perfetto/Chrome trace) under DIR")
-    common.add_argument("--debug", action="store_true",
-                        help="show the full Python traceback when a kernel fails")
     p = argparse.ArgumentParser(
         prog="neuroncore-sim",
         description="Simulate NKI kernels on a NeuronCore-v2 (Trainium1 / Inferentia2) and "
@@ -66,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     prof.add_argument("target", metavar="FILE.py[::KERNEL]",
                       help="kernel file and kernel name, e.g. kernels/tensor_add.py::kernel "
                            "(KERNEL may be left out when the file has a `kernel`)")
+    sweep_cli.add_parser(sub, base)
     return p
 
 
@@ -81,6 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         cfg = load_config(args.config) if args.config else None
         if args.command == "run":
             return _run(args, cfg)
+        if args.command == "sweep":
+            return sweep_cli.run(args)
         return _profile(args, cfg)
     except UsageError as e:
         print(f"neuroncore-sim: error: {e}", file=sys.stderr)

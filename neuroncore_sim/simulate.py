@@ -87,13 +87,18 @@ def _bind_inputs(tr: _tracer.Tracer, fn: Callable[..., Any], args: tuple[Any, ..
 
     new_args: list[Any] = []
     new_kwargs: dict[str, Any] = {}
+    order = list(bound.signature.parameters)
     for name, value in bound.arguments.items():
         kind = bound.signature.parameters[name].kind
         if kind is inspect.Parameter.VAR_POSITIONAL:
             new_args.extend(convert(f"{name}{i}", v) for i, v in enumerate(value))
         elif kind is inspect.Parameter.VAR_KEYWORD:
             new_kwargs.update({k: convert(k, v) for k, v in value.items()})
-        elif kind is inspect.Parameter.KEYWORD_ONLY:
+        elif kind is inspect.Parameter.KEYWORD_ONLY or (
+                kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+                and order.index(name) != len(new_args)):
+            # After a parameter left at its default, later ones must stay keywords, or they
+            # would shift into the skipped one's place.
             new_kwargs[name] = convert(name, value)
         else:
             new_args.append(convert(name, value))

@@ -51,7 +51,7 @@ def save_sweep_plot(table: Any, path: str | Path, title: str = "sweep") -> Path:
     y = list(range(len(shown)))
     fig, (left, right) = plt.subplots(1, 2, sharey=True, figsize=(13, 2.0 + 0.32 * len(shown)),
                                       gridspec_kw={"width_ratios": [1, 1.3]})
-    wrong = (shown["match"].map(lambda m: m is False)).to_numpy()
+    wrong = shown["match"].eq(False).fillna(False).to_numpy(dtype=bool)
     colours = [_BEST if best else _ERROR if not good else _WRONG if bad else _BAR
                for best, good, bad in zip(shown["best"], ok, wrong)]
     left.barh(y, latency_us, color=colours)
@@ -63,7 +63,7 @@ def save_sweep_plot(table: Any, path: str | Path, title: str = "sweep") -> Path:
     left.set_xlabel("estimated latency (us)")
     left.set_yticks(y, labels, fontsize=8)
     left.set_ylim(len(shown) - 0.5, -0.5)  # fastest on top, no empty margin
-    left.set_title("latency (best in orange)", fontsize=10)
+    left.set_title("latency (orange: best; red: result mismatch)", fontsize=10)
 
     start = [0.0] * len(shown)
     for engine in ENGINES:

@@ -20,6 +20,7 @@ ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")
 RESULT_COLUMNS = ("latency_ns", "latency_us", *(f"{e}_busy_pct" for e in ENGINES), "dma_bytes",
                   "dma_bytes_per_ns", "dma_pct_of_peak", "bottleneck", "instructions", "match",
                   "max_abs_err", "error")
+_INT_COLUMNS = ("dma_bytes", "instructions")
 #: Columns the table adds besides the parameters and RESULT_COLUMNS.
 INDEX_COLUMNS = ("point", "best")
 
@@ -48,12 +49,20 @@ def rank(points: list[dict[str, Any]], rows: list[dict[str, Any]]) -> "pd.DataFr
 
     table = pd.DataFrame([{"point": i, **p, **{c: r.get(c) for c in RESULT_COLUMNS}}
                           for i, (p, r) in enumerate(zip(points, rows))])
+    # Typed columns whatever failed: floats (NaN), counts and match as nullable (<NA>).
+    for col in RESULT_COLUMNS:
+        if col in _INT_COLUMNS:
+            table[col] = table[col].astype("Int64")
+        elif col == "match":
+            table[col] = table[col].astype("boolean")
+        elif col not in ("bottleneck", "error"):
+            table[col] = table[col].astype(float)
     failed = table["error"].notna()
     table = (table.assign(_failed=failed)
              .sort_values(["_failed", "latency_ns", "point"], kind="stable")
              .drop(columns="_failed").reset_index(drop=True))
     # The fastest point that ran and whose result, when checked, matched the reference.
-    good = table["error"].isna() & table["match"].map(lambda m: m is not False)
+    good = table["error"].isna() & table["match"].fillna(True)
     table["best"] = False
     if good.any():
         table.loc[good.idxmax(), "best"] = True  # idxmax: the first True, as rows are sorted

@@ -87,3 +87,19 @@ def test_record_launches_applies_config_and_timing_only(tmp_path):
     with ncs.record_launches(config=str(toml), functional=False) as slow:
         assert kernel(a, a) is None
     assert slow[0].latency_ns > 5 * fast[0].latency_ns
+
+
+def test_keyword_after_a_defaulted_parameter_keeps_its_name():
+    """kernel(x, cols=2, boom=False, tag="") called with tag= only: tag must not land in boom."""
+    seen = {}
+
+    def kernel(x, cols=2, boom=False, tag=""):
+        seen.update(cols=cols, boom=boom, tag=tag)
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.load(x))
+        return out
+
+    ncs.simulate(kernel, np.zeros((128, 4), np.float32), tag="t", functional=False)
+    assert seen == {"cols": 2, "boom": False, "tag": "t"}
+    ncs.simulate(kernel, np.zeros((128, 4), np.float32), 3, tag="u", functional=False)
+    assert seen == {"cols": 3, "boom": False, "tag": "u"}
