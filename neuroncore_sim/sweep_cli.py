@@ -5,12 +5,14 @@
 
 prints the ranked table (fastest first, best marked ``*``) and writes ``points.jsonl``,
 ``sweep.csv`` and ``sweep.png`` under ``--out``. Exit status: 0 when at least one point ran,
-1 when every point failed (or the sweep could not run), 2 when the command line is wrong.
+1 when every point failed (or the sweep could not run), 2 when the command line is wrong, 130
+when interrupted (Ctrl-C; the finished points stay saved).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,8 @@ from .kernel_file import UsageError
 from .sweep import PLOT_FILE, POINTS_FILE, TABLE_FILE, sweep
 from .sweep_table import ENGINES
 
+#: Exit status after Ctrl-C, as shells report a process ended by SIGINT.
+EXIT_INTERRUPTED = 130
 #: Characters of an error message shown in the table (the full text is in sweep.csv).
 _ERROR_WIDTH = 60
 
@@ -88,9 +92,15 @@ def run(args: argparse.Namespace) -> int:
     if args.check and args.check_max_elements is not None:
         raise UsageError("give --check or --check-max-elements, not both")
     check = args.check_max_elements if args.check_max_elements is not None else args.check
-    table = sweep(args.target, params, config=args.config or "trn1", check=check,
-                  workers=args.workers, out=args.out, executor=args.executor,
-                  scheduler=args.scheduler, progress=False if args.no_progress else None)
+    try:
+        table = sweep(args.target, params, config=args.config or "trn1", check=check,
+                      workers=args.workers, out=args.out, executor=args.executor,
+                      scheduler=args.scheduler, progress=False if args.no_progress else None)
+    except KeyboardInterrupt:
+        saved = (f"; finished points are saved in {args.out}/{POINTS_FILE}: run the same "
+                 "command again to resume" if args.out else "")
+        print(f"neuroncore-sim: sweep interrupted{saved}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     print(format_table(table, list(params), args.top))
     failed = table[table["error"].notna()]
     if len(failed):

@@ -386,3 +386,18 @@ def test_cli_param_values_are_parsed() -> None:
     assert parse_params(["n=1,2", "x=0.5,1e3", "dtype=bfloat16,float32", "config.dma_engines=8"]
                         ) == {"n": [1, 2], "x": [0.5, 1000.0], "dtype": ["bfloat16", "float32"],
                               "config.dma_engines": [8]}
+
+
+def test_cli_ctrl_c_says_how_to_resume(tmp_path: Path, scale_file: Path, monkeypatch,
+                                       capsys) -> None:
+    from neuroncore_sim import cli, sweep_cli
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweep_cli, "sweep", interrupted)
+    out = tmp_path / "o"
+    assert cli.main(["sweep", str(scale_file), "--param", "cols=128", "--out", str(out)]) == 130
+    assert capsys.readouterr().err == (f"neuroncore-sim: sweep interrupted; finished points are "
+                                       f"saved in {out}/points.jsonl: run the same command again "
+                                       "to resume\n")
