@@ -40,8 +40,12 @@ def reference(lhsT, rhs, n_block=4):
     return (lhsT.astype(np.float32).T @ rhs.astype(np.float32)).astype(lhsT.dtype)
 
 
-def example_inputs():
+def example_inputs(M=128, K=256, N=2048, dtype="bfloat16"):
+    """Seeded inputs of a [M x K] x [K x N] matmul (lhsT is [K, M]); M, K multiples of 128 and
+    N of 512 * n_block."""
     import ml_dtypes
+    dt = np.dtype(getattr(ml_dtypes, dtype, None) or dtype)
     rng = np.random.default_rng(0)
-    return {"lhsT": rng.standard_normal((256, 128)).astype(ml_dtypes.bfloat16),
-            "rhs": rng.standard_normal((256, 2048)).astype(ml_dtypes.bfloat16)}
+    # float32 draws: half the memory and time of float64 ones at [8192 x 8192].
+    return {"lhsT": rng.standard_normal((K, M), dtype=np.float32).astype(dt),
+            "rhs": rng.standard_normal((K, N), dtype=np.float32).astype(dt)}

@@ -1,9 +1,10 @@
 """The ``neuroncore-sim`` command line: profile NKI kernels without hardware.
 
-Two subcommands::
+Three subcommands::
 
     neuroncore-sim run my_script.py [ARGS...]          # time every kernel launch of a script
     neuroncore-sim profile kernels/tensor_add.py::kernel   # time one sample kernel
+    neuroncore-sim sweep kernels/matmul_blocked.py --param n_block=1,2,4   # rank a grid
 
 ``--out DIR`` writes, per launch, ``summary.json``, ``summary.txt``, ``events.csv``,
 ``timeline.png`` and ``trace.json`` (open in https://ui.perfetto.dev). Exit status: 0 success,
@@ -13,47 +14,43 @@ Two subcommands::
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import re
 import runpy
 import sys
 import traceback
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
-import numpy as np
-
-from . import chrome_trace, plot, report
+from . import chrome_trace, plot, report, sweep_cli
 from .alias import install_neuronxcc_alias
 from .config import NeuronCoreConfig, load_config
 from .errors import SimulatorError
+from .kernel_file import (UsageError, example_inputs, find_kernel, load_kernel_file,
+                          max_abs_error, split_target)
 from .result import SimResult
 from .simulate import record_launches, simulate
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-class UsageError(Exception):
-    """The command line names something that does not exist (exit status 2)."""
-
-
 def _parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    base = argparse.ArgumentParser(add_help=False)
+    base.add_argument("--config", metavar="NAME|FILE.toml", default=None,
+                      help="hardware to time on: a preset (trn1 = Trainium1, the default; "
+                           "inf2 = Inferentia2) or a TOML file overriding config fields")
+    base.add_argument("--debug", action="store_true",
+                      help="show the full Python traceback when a kernel fails")
+    common = argparse.ArgumentParser(add_help=False, parents=[base])
     common.add_argument("--timing-only", action="store_true",
                         help="skip computing output values (faster; timing does not depend on "
                              "input values; a script's kernels then return None)")
-    common.add_argument("--config", metavar="NAME|FILE.toml", default=None,
-                        help="hardware to time on: a preset (trn1 = Trainium1, the default; "
-                             "inf2 = Inferentia2) or a TOML file overriding config fields")
     common.add_argument("--out", metavar="DIR", type=Path, default=None,
                         help="also write per launch: summary.json, summary.txt, events.csv, "
                              "timeline.png and trace.json (Perfetto/Chrome trace) under DIR")
     common.add_argument("--trace-max-events", metavar="N", type=int, default=None,
                         help="with --out: keep only the first N events (in time) in trace.json "
                              "(about 220 bytes each; default: all)")
-    common.add_argument("--debug", action="store_true",
-                        help="show the full Python traceback when a kernel fails")
     common.add_argument("--no-progress", action="store_true",
                         help="no progress bars (they are drawn on stderr when it is a terminal "
                              "and a launch takes more than half a second)")
@@ -77,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     prof.add_argument("target", metavar="FILE.py[::KERNEL]",
                       help="kernel file and kernel name, e.g. kernels/tensor_add.py::kernel "
                            "(KERNEL may be left out when the file has a `kernel`)")
+    sweep_cli.add_parser(sub, base)
     return p
 
 
@@ -92,6 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         cfg = load_config(args.config) if args.config else None
         if args.command == "run":
             return _run(args, cfg)
+        if args.command == "sweep":
+            return sweep_cli.run(args)
         return _profile(args, cfg)
     except UsageError as e:
         print(f"neuroncore-sim: error: {e}", file=sys.stderr)
@@ -142,56 +142,19 @@ def _run(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
 
 # --- profile -------------------------------------------------------------------------------------
 
-def _load_kernel_file(path: Path) -> Any:
-    if not path.is_file() or path.suffix != ".py":
-        raise UsageError(f"kernel file not found (expected FILE.py): {path}")
-    install_neuronxcc_alias()  # kernel files written for the real NKI import neuronxcc
-    sys.path.insert(0, str(path.resolve().parent))  # sample kernels import their siblings
-    name = re.sub(r"\W", "_", path.stem)
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None  # a .py file always has a loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _find_kernel(module: Any, name: str | None) -> tuple[str, Any]:
-    kernels = dict(getattr(module, "KERNELS", {}) or {})
-    if name is None:
-        if hasattr(module, "kernel"):
-            return "kernel", module.kernel
-        if len(kernels) == 1:
-            return next(iter(kernels.items()))
-        raise UsageError(f"{module.__file__}: name the kernel as FILE.py::KERNEL; "
-                         f"choices: {', '.join(kernels) or 'none found'}")
-    if name in kernels:
-        return name, kernels[name]
-    fn = getattr(module, name, None)
-    if not callable(fn):
-        raise UsageError(f"{module.__file__} has no kernel {name!r}"
-                         + (f"; choices: {', '.join(kernels)}" if kernels else ""))
-    return name, fn
-
-
 def _profile(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
-    file, _, kname = args.target.partition("::")
-    module = _load_kernel_file(Path(file))
-    name, kernel = _find_kernel(module, kname or None)
-    if not callable(getattr(module, "example_inputs", None)):
-        raise UsageError(f"{file} has no example_inputs() to take the kernel's inputs from")
-    inputs = module.example_inputs()
-    pos, kw = ((), dict(inputs)) if isinstance(inputs, dict) else (tuple(inputs), {})
+    file, kname = split_target(args.target)
+    module = load_kernel_file(file)
+    name, kernel = find_kernel(module, kname)
+    pos, kw = example_inputs(module, file)
     res = simulate(kernel, *pos, grid=getattr(module, "GRID", ()), config=cfg,
                    functional=not args.timing_only, progress=_progress(args), **kw)
     _report(res, 1, args.out, label=name, trace_max_events=args.trace_max_events)
     reference = getattr(module, "reference", None)
     if args.timing_only or not callable(reference) or not res.outputs:
         return EXIT_OK
-    expected = reference(*pos, **kw)
-    expected = expected if isinstance(expected, (tuple, list)) else (expected,)
-    errors = [float(np.max(np.abs(np.asarray(got, np.float64) - np.asarray(ref, np.float64))))
-              for got, ref in zip(res.outputs, expected)]
-    print(f"result check: max abs error vs {file}'s reference = {max(errors):.3g}")
+    error = max_abs_error(res.outputs, reference(*pos, **kw))
+    print(f"result check: max abs error vs {file}'s reference = {error:.3g}")
     return EXIT_OK
 
 

@@ -224,9 +224,19 @@ def load_config(spec: str | Path | NeuronCoreConfig | None = None) -> NeuronCore
     base_name = data.pop("base", "trn1")
     if not isinstance(base_name, str) or base_name not in PRESETS:
         raise ConfigError(f"config {path}: base must be one of {list(PRESETS)}, found {base_name!r}")
-    names = {f.name for f in dataclasses.fields(NeuronCoreConfig)}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        raise ConfigError(f"config {path}: unknown field(s) {unknown}; known fields: {sorted(names)}")
     data.setdefault("name", path.stem)
-    return dataclasses.replace(PRESETS[base_name], **data)
+    return override(PRESETS[base_name], data, f"config {path}")
+
+
+def override(base: NeuronCoreConfig, fields: dict[str, object], where: str) -> NeuronCoreConfig:
+    """``base`` with some fields replaced (checked like any config).
+
+    Raises:
+        ConfigError: a name that is not a field (the message starts with ``where``), or a value
+            the field does not accept.
+    """
+    names = {f.name for f in dataclasses.fields(NeuronCoreConfig)}
+    unknown = sorted(set(fields) - names)
+    if unknown:
+        raise ConfigError(f"{where}: unknown field(s) {unknown}; known fields: {sorted(names)}")
+    return dataclasses.replace(base, **fields)

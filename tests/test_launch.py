@@ -101,3 +101,19 @@ def test_keyword_arguments_keep_their_names_when_a_default_is_skipped(kwargs, wa
     """Regression: ``b=`` alone used to be passed positionally, landing in ``a``."""
     x = np.ones((128, 4), np.float32)
     assert (ncs.simulate(_scaled, x, timing=False, **kwargs).outputs[0] == want).all()
+
+
+def test_keyword_after_a_defaulted_parameter_keeps_its_name():
+    """kernel(x, cols=2, boom=False, tag="") called with tag= only: tag must not land in boom."""
+    seen = {}
+
+    def kernel(x, cols=2, boom=False, tag=""):
+        seen.update(cols=cols, boom=boom, tag=tag)
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.load(x))
+        return out
+
+    ncs.simulate(kernel, np.zeros((128, 4), np.float32), tag="t", functional=False)
+    assert seen == {"cols": 2, "boom": False, "tag": "t"}
+    ncs.simulate(kernel, np.zeros((128, 4), np.float32), 3, tag="u", functional=False)
+    assert seen == {"cols": 3, "boom": False, "tag": "u"}
