@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .checks import ValueChecks
 from .config import NeuronCoreConfig
 from .dtypes import cast, dtype_name
 from .errors import KernelError, ShapeError, SimulatorError, UnsupportedError, expected
@@ -46,6 +47,8 @@ class Executor:
     def __init__(self, config: NeuronCoreConfig) -> None:
         self.config = config
         self.memory = Memory()
+        #: Unwritten-memory and activation-range checks; their warnings (checks.py).
+        self.checks = ValueChecks()
         #: Activation accumulator registers, one fp32 register per lane, per engine.
         self._registers: dict[Engine, np.ndarray] = {}
         #: Tensors of dtype tfloat32 (their float32 storage hides the rounding a write needs).
@@ -67,6 +70,7 @@ class Executor:
     def declare(self, decl: TensorDecl, values: np.ndarray | None) -> None:
         """Allocate ``decl``, initialised from ``values`` (declared shape) or NaN / 0."""
         self.memory.declare(decl, values)
+        self.checks.declare(decl, values is not None)
         self._touch(decl)
         if dtype_name(decl.dtype) == "tfloat32":  # stored as float32 but rounded on every write
             self._tf32.add(decl)
@@ -83,6 +87,7 @@ class Executor:
             raise UnsupportedError(expected("opcode", sorted(o.value for o in SEMANTICS),
                                             ins.opcode), loc=_loc(ins))
         try:
+            self.checks.before(ins, self.memory.view)
             if ins.opcode is Opcode.NC_MATMUL and self._matmul(ins):
                 return
             view = self.memory.view
@@ -120,6 +125,7 @@ class Executor:
         if arr.shape != dst.shape and arr.size == dst.size:
             arr = arr.reshape(dst.shape)
         self._touch(access.tensor)
+        self.checks.wrote(access)
         try:
             np.copyto(dst, cast(arr, access.tensor.dtype), casting="unsafe")
         except ValueError:

@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from .capacity import check_capacity
 from .config import load_config
 from .dtypes import to_dtype
 from .errors import KernelError
@@ -130,9 +131,10 @@ def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None, functiona
             returned = result if instance == 0 else returned
         tr.finish(returned)
     outputs = _collect(tr, executor, returned, user_arrays)
-    for w in tr.warnings:
+    found = tr.warnings + (executor.checks.warnings if executor is not None else [])
+    for w in found:
         warnings.warn(w, stacklevel=3)
-    return Launch(program, outputs, tr.warnings)
+    return Launch(program, outputs, [str(w) for w in found])
 
 
 def _collect(tr: _tracer.Tracer, executor: Executor | None, returned: Any,
@@ -179,7 +181,11 @@ def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
     """
     cfg = load_config(config)
     launch = trace(kernel, *args, grid=grid, config=cfg, functional=functional, **kwargs)
-    times = simulate_timing(launch.program, cfg) if timing else None
+    if timing:
+        times = simulate_timing(launch.program, cfg)  # checks capacity while scheduling
+    else:
+        times = None
+        check_capacity(launch.program, cfg)  # the same rule without the timing model
     result = SimResult(program=launch.program, outputs=launch.outputs, config=cfg, timing=times)
     session = _SESSION.get()
     if session is not None:

@@ -277,9 +277,13 @@ def device_print(prefix: str, x: Any, *, mask: Any = None, **_: Any) -> None:
 
 
 # --- loops and SPMD ---------------------------------------------------------------------------
-def affine_range(*args: int, **_: Any) -> range:
-    """A loop whose iterations are independent (the compiler may pipeline them)."""
-    return range(*(int(a) for a in args))
+def affine_range(*args: int, **_: Any) -> Any:
+    """A loop whose iterations are independent (the compiler may pipeline them); inside a
+    kernel, the instructions of each iteration are tagged with it, so reads of what an earlier
+    iteration wrote can be reported (``loopcheck.py``)."""
+    iterations = range(*(int(a) for a in args))
+    tr = _tracer.active_or_none()
+    return iterations if tr is None else tr.affine_loop(iterations)
 
 
 def sequential_range(*args: int, **_: Any) -> range:
