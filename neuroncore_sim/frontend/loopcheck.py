@@ -101,21 +101,16 @@ def _is_reduction(writer: Instruction, reader: Instruction) -> bool:
     return writer.loc == reader.loc or (_accumulates(writer) and _accumulates(reader))
 
 
-def _buckets(a: Access) -> range:
+def _bucket_size(a: Access) -> int:
     rows = a.tensor.rows
-    size = _BUCKET_ROWS if rows > _BUCKET_ABOVE_ROWS else max(1, rows)
-    return range(a.row_lo // size, (a.row_hi - 1) // size + 1)
-
-
-def _bucket_rows(a: Access, b: int) -> tuple[int, int]:
-    rows = a.tensor.rows
-    size = _BUCKET_ROWS if rows > _BUCKET_ABOVE_ROWS else max(1, rows)
-    return b * size, (b + 1) * size
+    return _BUCKET_ROWS if rows > _BUCKET_ABOVE_ROWS else max(1, rows)
 
 
 def _carried_over(writer: Instruction, reader: Instruction) -> tuple[int, int, int] | None:
     """(loop id, writer iteration, reader iteration) when the two are in different iterations
     of one affine loop, else None."""
+    if writer.loops == reader.loops:
+        return None  # the same iteration (the common case: a tile used where it was loaded)
     for w, r in zip(writer.loops, reader.loops):
         if w != r:
             return (w[0], w[1], r[1]) if w[0] == r[0] else None
@@ -123,10 +118,10 @@ def _carried_over(writer: Instruction, reader: Instruction) -> tuple[int, int, i
 
 
 def _carried_write(live: dict, a: Access, ins: Instruction) -> tuple[_Write, tuple] | None:
-    if a.size == 0:
+    if a.row_hi <= a.row_lo:  # empty access
         return None
-    tid = a.tensor.id
-    for b in _buckets(a):
+    tid, size = a.tensor.id, _bucket_size(a)
+    for b in range(a.row_lo // size, (a.row_hi - 1) // size + 1):
         for w in live.get((tid, b), ()):
             if not (w.r_lo < a.row_hi and a.row_lo < w.r_hi and w.c_lo < a.col_hi
                     and a.col_lo < w.c_hi):
@@ -140,20 +135,26 @@ def _carried_write(live: dict, a: Access, ins: Instruction) -> tuple[_Write, tup
 
 
 def _record(live: dict, a: Access, ins: Instruction) -> None:
-    if a.size == 0:
+    if a.row_hi <= a.row_lo:  # empty access
         return
-    tid = a.tensor.id
-    exact = _exact(a)
-    for b in _buckets(a):
+    tid, size = a.tensor.id, _bucket_size(a)
+    exact = None
+    for b in range(a.row_lo // size, (a.row_hi - 1) // size + 1):
         key = (tid, b)
-        old = live.get(key, [])
+        new = _Write(max(a.row_lo, b * size), min(a.row_hi, (b + 1) * size), a.col_lo,
+                     a.col_hi, a, ins)
+        old = live.get(key)
+        if not old:  # the usual case: the first write of a fresh tile
+            live[key] = [new]
+            continue
+        if exact is None:
+            exact = _exact(a)
         if exact:
             kept = [p for w in old for p in _subtract(w, a)]
         else:  # only a write of the very same region surely replaces an earlier one
             kept = [w for w in old if not (w.access.offset == a.offset
                                            and w.access.pattern == a.pattern)]
-        lo, hi = _bucket_rows(a, b)
-        kept.append(_Write(max(a.row_lo, lo), min(a.row_hi, hi), a.col_lo, a.col_hi, a, ins))
+        kept.append(new)
         live[key] = kept
 
 
