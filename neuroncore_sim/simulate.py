@@ -178,6 +178,10 @@ def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
 
     Returns:
         SimResult with ``outputs``, ``latency_ns``, ``events`` and ``summary()``.
+
+    Raises:
+        SimulatorError: a subclass naming the kernel line for a broken rule, including
+            ``CapacityError`` when the tiles do not fit, with or without ``timing``.
     """
     cfg = load_config(config)
     launch = trace(kernel, *args, grid=grid, config=cfg, functional=functional, **kwargs)

@@ -350,3 +350,22 @@ def test_loop_dependency_warning_matches_the_latest_writers(body):
         warnings.simplefilter("always")
         launch = ncs.trace(k, np.ones((16, 16), F32), functional=False)
     assert bool(launch.warnings) == carried, (body, launch.warnings)
+
+
+def test_loop_check_compares_strided_accesses_element_by_element():
+    def own_columns(a):
+        t = nl.ndarray((128, 8), nl.float32)
+        for i in nl.affine_range(2):
+            t[:, i::2] = nl.load(a[:, i::2])  # strided: columns i, i+2, ...
+            nl.exp(t[:, i::2])
+
+    def other_columns(a):
+        t = nl.ndarray((128, 8), nl.float32)
+        for i in nl.affine_range(2):
+            t[:, i::2] = nl.load(a[:, i::2])
+            nl.exp(t[:, (1 - i)::2])  # BAD  (iteration 1 reads iteration 0's columns)
+
+    a = np.ones((128, 8), F32)
+    clean(own_columns, a, functional=False)
+    expect_warnings(LoopDependencyWarning, r"activation data: iteration 1", other_columns, a,
+                    functional=False)
