@@ -369,3 +369,22 @@ def test_loop_check_compares_strided_accesses_element_by_element():
     clean(own_columns, a, functional=False)
     expect_warnings(LoopDependencyWarning, r"activation data: iteration 1", other_columns, a,
                     functional=False)
+
+
+def test_affine_range_tags_iterations_and_restores_after_break():
+    def k(a):
+        t = nl.load(a)
+        loop = nl.affine_range(3)
+        assert len(loop) == 3
+        for i in loop:
+            for j in nl.affine_range(2):
+                nl.exp(t)
+                break  # leaving the inner loop ends its tagging
+            nl.exp(t)
+        nl.exp(t)
+
+    launch = ncs.trace(k, np.ones((8, 8), F32), functional=False)
+    tags = [ins.loops for ins in launch.program.instructions if ins.opcode.value == "activation"]
+    assert tags == [((0, 0), (1, 0)), ((0, 0),), ((0, 1), (2, 0)), ((0, 1),),
+                    ((0, 2), (3, 0)), ((0, 2),), ()]
+    assert [str(loc).split(":")[0] for loc in launch.program.loops] == [HERE] * 4
