@@ -58,6 +58,28 @@ class UnsupportedError(SimulatorError):
     """A valid NKI feature that this simulator does not implement (yet), or not on this core."""
 
 
+class SimulatorWarning(UserWarning):
+    """Root of the warnings about kernels that run but probably do not do what was meant on the
+    hardware. Messages start with the kernel's "file.py:LINE"."""
+
+
+class InputWriteWarning(SimulatorWarning):
+    """A return-style kernel writes one of its input tensors."""
+
+
+class UninitializedReadWarning(SimulatorWarning):
+    """An instruction reads on-chip or HBM memory that nothing wrote (garbage on hardware)."""
+
+
+class ActivationRangeWarning(SimulatorWarning):
+    """A ScalarE activation function got inputs outside its documented valid range."""
+
+
+class LoopDependencyWarning(SimulatorWarning):
+    """An ``nl.affine_range`` iteration reads what an earlier iteration wrote (not an
+    accumulation): the compiler may reorder or pipeline the iterations."""
+
+
 def expected(what: str, want: object, found: object) -> str:
     """Format the standard "what; expected X, found Y" message body."""
     return f"{what}; expected {want}, found {found}"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .checks import ValueChecks
 from .config import NeuronCoreConfig
 from .dtypes import cast, dtype_name
 from .errors import KernelError, ShapeError, SimulatorError, UnsupportedError, expected
@@ -45,6 +46,8 @@ class Executor:
     def __init__(self, config: NeuronCoreConfig) -> None:
         self.config = config
         self.memory = Memory()
+        #: Unwritten-memory and activation-range checks; their warnings (checks.py).
+        self.checks = ValueChecks()
         #: Activation accumulator registers, one fp32 register per lane, per engine.
         self._registers: dict[Engine, np.ndarray] = {}
         #: Tensors of dtype tfloat32 (their float32 storage hides the rounding a write needs).
@@ -59,6 +62,7 @@ class Executor:
     def declare(self, decl: TensorDecl, values: np.ndarray | None) -> None:
         """Allocate ``decl``, initialised from ``values`` (declared shape) or NaN / 0."""
         self.memory.declare(decl, values)
+        self.checks.declare(decl, values is not None)
         if dtype_name(decl.dtype) == "tfloat32":  # stored as float32 but rounded on every write
             self._tf32.add(decl)
 
@@ -74,10 +78,15 @@ class Executor:
             raise UnsupportedError(expected("opcode", sorted(o.value for o in SEMANTICS),
                                             ins.opcode), loc=_loc(ins))
         try:
-            if ins.opcode is Opcode.NC_MATMUL and self._defer_matmul(ins):
-                return
-            if self._chains:  # pending matmuls this instruction reads or overwrites land first
+            matmul = ins.opcode is Opcode.NC_MATMUL
+            if self._chains and not matmul:  # pending matmuls it reads or overwrites land first
                 self._chains.before(list(ins.srcs.values()), list(ins.dsts.values()))
+            self.checks.before(ins, self.memory.view)  # after: it may look at the values
+            if matmul:
+                if self._defer_matmul(ins):
+                    return
+                if self._chains:  # a matmul that cannot join a chain runs after the pending ones
+                    self._chains.before(list(ins.srcs.values()), list(ins.dsts.values()))
             if self._zombies:
                 self._bury()
             view = self.memory.view
@@ -118,6 +127,7 @@ class Executor:
         if arr.shape != dst.shape and arr.size == dst.size:
             arr = arr.reshape(dst.shape)
         self._chains.flush()
+        self.checks.wrote(access)
         try:
             np.copyto(dst, cast(arr, access.tensor.dtype), casting="unsafe")
         except ValueError:
@@ -129,6 +139,7 @@ class Executor:
         pending matmul reads it (pending matmuls into it are dropped: nothing can read them)."""
         self._chains.drop(decl)
         self._tf32.discard(decl)
+        self.checks.forget(decl)
         if self._chains.reads(decl):
             self._zombies.add(decl)
         else:

@@ -327,6 +327,8 @@ class Instruction:
         loc: the user's kernel line that issued it.
         mask: which output elements are written (None: all). Already shrunk to its bounding box.
         instance: index of the SPMD program instance (0 for a kernel without a grid).
+        loops: the enclosing ``nl.affine_range`` loops, outermost first, as (loop id, iteration
+            number) pairs; the loop id indexes ``Program.loops``.
     """
 
     id: int
@@ -338,6 +340,7 @@ class Instruction:
     loc: SourceLoc | None = None
     mask: Predicate | None = None
     instance: int = 0
+    loops: tuple[tuple[int, int], ...] = ()
 
     @property
     def out(self) -> Access:
@@ -361,12 +364,15 @@ class Program:
         grid: the SPMD launch grid (() for a single instance).
         tensors: every tensor, indexed by ``TensorDecl.id``.
         instructions: every instruction, indexed by ``Instruction.id``.
+        loops: the source line of every ``nl.affine_range`` loop the kernel ran, indexed by
+            loop id (each time a loop statement starts is a new loop).
     """
 
     name: str
     grid: tuple[int, ...] = ()
     tensors: list[TensorDecl] = field(default_factory=list)
     instructions: list[Instruction] = field(default_factory=list)
+    loops: list[SourceLoc | None] = field(default_factory=list)
 
     def format(self) -> str:
         """A readable listing, one instruction per line (used for golden tests)."""

@@ -11,16 +11,11 @@ order. To stay fast, each tensor keeps only its *live* accesses: a write drops t
 and writes its bounds fully cover (every later conflict with them also conflicts with the
 covering write, which is ordered after them).
 
-Buffer reuse. The compiler gives the tiles allocated at one source line (``TensorDecl.site``) a
-ring of physical buffers: ``min(tiles at the site, max(loop_tile_buffers, most tiles of the site
-live at once))``, live range = first to last instruction touching the tile. When the rings of
-all sites exceed the SBUF (``sbuf_usable_bytes_per_partition``, one ring slot = the site's
-largest row) or PSUM (``psum_num_banks``; a tile takes ``ceil(row_bytes / bank)`` whole banks, as
-in direct allocation) capacity, the largest rings shrink one buffer at a time down to their live
-maximum; if that is still too much, :class:`~neuroncore_sim.errors.CapacityError`. A tile gets
-the least recently freed slot of its ring; its first instruction then waits (WAW/WAR) for the
-live accesses of the slot's previous occupant. This is what lets the load of iteration i+1
-overlap the compute of iteration i, and what serialises a kernel with too little memory.
+Buffer reuse. The tiles of one allocation site share a ring of physical buffers, sized (and
+checked against SBUF / PSUM capacity) by :mod:`.capacity`. A tile gets the least recently freed
+slot of its ring; its first instruction then waits (WAW/WAR) for the live accesses of the slot's
+previous occupant. This is what lets the load of iteration i+1 overlap the compute of iteration
+i, and what serialises a kernel with too little memory.
 
 SPMD instances run one after another with a full barrier between them (the docs: instances
 execute serially on one NeuronCore), so each instance is scheduled on its own.
@@ -29,13 +24,11 @@ execute serially on one NeuronCore), so each instance is scheduled on its own.
 from __future__ import annotations
 
 import heapq
-import math
 from dataclasses import dataclass
-from typing import Iterable
 
+from .capacity import BufferRing, plan_buffers
 from .config import NeuronCoreConfig
-from .errors import CapacityError
-from .ir import Access, Engine, Instruction, MemSpace, Opcode, Program, TensorDecl
+from .ir import Access, Engine, Instruction, MemSpace, Opcode, Program
 
 RAW, WAW, WAR = 0, 1, 2
 #: Edge kind names, indexed by the kind code.
@@ -43,27 +36,6 @@ KIND_NAMES = ("RAW", "WAW", "WAR")
 #: Queue name of the DMA instructions (issued dataflow-style, not in order).
 DMA_QUEUE = "dma"
 _DMA_OPCODES = (Opcode.DMA_COPY, Opcode.DMA_TRANSPOSE)
-
-
-@dataclass(frozen=True, slots=True)
-class BufferRing:
-    """The physical buffers given to one allocation site.
-
-    Attributes:
-        site: the allocating source line ("file.py:LINE"), or "tensor <name>" without a site.
-        space: SBUF or PSUM.
-        tiles: how many tiles the site allocated.
-        live_max: the most of its tiles live at once.
-        buffers: ring size after any shrinking.
-        slot_bytes: bytes per partition of one buffer (PSUM: whole banks).
-    """
-
-    site: str
-    space: MemSpace
-    tiles: int
-    live_max: int
-    buffers: int
-    slot_bytes: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,124 +103,21 @@ def _schedule_instance(instance: int, instrs: list[Instruction],
 
 # --- buffer rings ---------------------------------------------------------------------------------
 
-def _site_key(t: TensorDecl) -> tuple[object, ...]:
-    return (t.space.value, str(t.site)) if t.site is not None else (t.space.value, "#", t.id)
-
-
 def _assign_buffers(instrs: list[Instruction], config: NeuronCoreConfig
                     ) -> tuple[tuple[BufferRing, ...], dict[int, int], dict[int, list[int]]]:
-    """Rings per site, the previous occupant of each tile's slot (tensor id -> tensor id) and,
-    per instruction index, the tiles it touches first."""
-    first: dict[int, int] = {}
-    last: dict[int, int] = {}
-    decls: dict[int, TensorDecl] = {}
-    placed: dict[int, TensorDecl] = {}
-    for i, ins in enumerate(instrs):
-        for a, _ in ins.accesses():
-            t = a.tensor
-            if t.space is MemSpace.HBM:
-                continue
-            if t.placement is not None:  # directly allocated: no ring, its own addresses
-                placed[t.id] = t
-                continue
-            if t.id not in first:
-                first[t.id] = i
-                decls[t.id] = t
-            last[t.id] = i
-    sites: dict[tuple[object, ...], list[int]] = {}
-    for tid in first:  # insertion order = order of first use
-        sites.setdefault(_site_key(decls[tid]), []).append(tid)
-    rings = [_ring(key, tids, decls, first, last, config) for key, tids in sites.items()]
-    rings = _fit(rings, config, _placed_bytes(placed.values(), config))
+    """Rings per site (:func:`.capacity.plan_buffers`), the previous occupant of each tile's
+    slot (tensor id -> tensor id) and, per instruction index, the tiles it touches first."""
+    plan = plan_buffers(instrs, config)
     prev: dict[int, int] = {}
-    for ring, tids in zip(rings, sites.values()):
-        prev.update(_slots(tids, first, last, ring.buffers))
+    for ring, tids in zip(plan.rings, plan.site_tiles):
+        prev.update(_slots(tids, plan.first, plan.last, ring.buffers))
     first_use: dict[int, list[int]] = {}
     for tid in prev:
-        first_use.setdefault(first[tid], []).append(tid)
-    return tuple(rings), prev, first_use
+        first_use.setdefault(plan.first[tid], []).append(tid)
+    return plan.rings, prev, first_use
 
 
-def _ring(key: tuple[object, ...], tids: list[int], decls: dict[int, TensorDecl],
-          first: dict[int, int], last: dict[int, int], config: NeuronCoreConfig) -> BufferRing:
-    live: list[int] = []
-    live_max = 0
-    for tid in tids:  # sorted by first use
-        while live and live[0] < first[tid]:
-            heapq.heappop(live)
-        heapq.heappush(live, last[tid])
-        live_max = max(live_max, len(live))
-    t0 = decls[tids[0]]
-    row_bytes = max(decls[t].row_bytes for t in tids)
-    if t0.space is MemSpace.PSUM:
-        slot = math.ceil(row_bytes / config.psum_bank_bytes) * config.psum_bank_bytes
-    else:
-        slot = row_bytes
-    site = str(t0.site) if t0.site is not None else f"tensor {t0.name}"
-    buffers = min(len(tids), max(config.loop_tile_buffers, live_max))
-    return BufferRing(site, t0.space, len(tids), live_max, buffers, slot)
-
-
-def _placed_bytes(placed: Iterable[TensorDecl], config: NeuronCoreConfig) -> dict[MemSpace, int]:
-    """Bytes per partition that directly allocated tiles take from the allocator, per space:
-    the union of their byte ranges (whatever their partitions); in PSUM, whole banks."""
-    spans: dict[MemSpace, set[tuple[int, int]]] = {MemSpace.SBUF: set(), MemSpace.PSUM: set()}
-    bank = config.psum_bank_bytes
-    for t in placed:
-        pl = t.placement
-        assert pl is not None
-        for _, addr in pl.tiles:
-            if t.space is MemSpace.PSUM:
-                spans[t.space].add((addr // bank * bank, (addr // bank + 1) * bank))
-            else:
-                spans[t.space].add((addr, addr + pl.tile_bytes))
-    out = {}
-    for space, ranges in spans.items():
-        total, end = 0, -1
-        for lo, hi in sorted(ranges):
-            if hi > end:
-                total += hi - max(lo, end)
-                end = hi
-        out[space] = total
-    return out
-
-
-def _fit(rings: list[BufferRing], config: NeuronCoreConfig,
-         placed: dict[MemSpace, int]) -> list[BufferRing]:
-    """Shrink the largest rings (bytes) towards their live maximum until each space fits in
-    what directly allocated tiles leave free."""
-    capacity = {MemSpace.SBUF: config.sbuf_usable_bytes_per_partition - placed[MemSpace.SBUF],
-                MemSpace.PSUM: config.psum_bytes_per_partition - placed[MemSpace.PSUM]}
-    rings = list(rings)
-    for space, cap in capacity.items():
-        idx = [k for k, r in enumerate(rings) if r.space is space]
-        total = sum(rings[k].buffers * rings[k].slot_bytes for k in idx)
-        while total > cap:
-            shrinkable = [k for k in idx if rings[k].buffers > rings[k].live_max]
-            if not shrinkable:
-                _raise_capacity(space, [rings[k] for k in idx], total, cap, placed[space])
-            k = max(shrinkable, key=lambda j: (rings[j].buffers * rings[j].slot_bytes, -j))
-            r = rings[k]
-            rings[k] = BufferRing(r.site, r.space, r.tiles, r.live_max, r.buffers - 1,
-                                  r.slot_bytes)
-            total -= r.slot_bytes
-    return rings
-
-
-def _raise_capacity(space: MemSpace, rings: list[BufferRing], total: int, cap: int,
-                    placed: int) -> None:
-    order = sorted(rings, key=lambda r: -r.buffers * r.slot_bytes)
-    parts = ", ".join(f"{r.site} ({r.buffers} x {r.slot_bytes} B)" for r in order[:6])
-    more = f" and {len(order) - 6} more" if len(order) > 6 else ""
-    if placed:
-        more += f" (directly allocated tiles take another {placed} bytes per partition)"
-    raise CapacityError(
-        f"{space.value.upper()} capacity: tiles live at once need {total} bytes per partition, "
-        f"available {cap}; allocation sites: {parts}{more}",
-        loc=order[0].site if order and ":" in order[0].site else None)
-
-
-def _slots(tids: list[int], first: dict[int, int], last: dict[int, int],
+def _slots(tids: tuple[int, ...], first: dict[int, int], last: dict[int, int],
            buffers: int) -> dict[int, int]:
     """Give each tile (in first-use order) the least recently freed slot; return
     tile -> previous occupant of its slot."""

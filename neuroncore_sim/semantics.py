@@ -262,8 +262,8 @@ def nc_transpose(srcs: Arrays, attrs: Mapping, outs: Outs, engine: Engine) -> di
     return {"out": t}
 
 
-def activation(srcs: Arrays, attrs: Mapping, outs: Outs, engine: Engine) -> dict:
-    """out = op(data * scale + bias); reduce_res = row sums of out (before any register logic)."""
+def activation_input(srcs: Arrays, attrs: Mapping) -> np.ndarray:
+    """The activation function's argument, ``data * scale + bias`` in float32."""
     x = f32(srcs["data"])
     scale = srcs.get("scale")
     scale = attrs.get("scale") if scale is None else _col(scale, x.ndim)
@@ -273,6 +273,12 @@ def activation(srcs: Arrays, attrs: Mapping, outs: Outs, engine: Engine) -> dict
     bias = attrs.get("bias") if bias is None else _col(bias, x.ndim)  # NC-v3: scalars too
     if bias is not None:
         x = x + f32(bias)
+    return x
+
+
+def activation(srcs: Arrays, attrs: Mapping, outs: Outs, engine: Engine) -> dict:
+    """out = op(data * scale + bias); reduce_res = row sums of out (before any register logic)."""
+    x = activation_input(srcs, attrs)
     name = canon(attrs["op"])
     fn = ACTIVATIONS.get(name)
     if fn is None:

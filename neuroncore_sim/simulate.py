@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
 
+from .capacity import check_capacity
 from .config import load_config
 from .dtypes import to_dtype
 from .errors import KernelError, UnsupportedError
@@ -188,9 +189,10 @@ def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None, functiona
             returned = result if instance == 0 else returned
         tr.finish(returned)
     outputs = _collect(tr, executor, returned, user_arrays)
-    for w in tr.warnings:
+    found = tr.warnings + (executor.checks.warnings if executor is not None else [])
+    for w in found:
         warnings.warn(w, stacklevel=3)
-    return Launch(program, outputs, tr.warnings)
+    return Launch(program, outputs, [str(w) for w in found])
 
 
 def _collect(tr: _tracer.Tracer, executor: Executor | None, returned: Any,
@@ -237,6 +239,10 @@ def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
 
     Returns:
         SimResult with ``outputs``, ``latency_ns``, ``events`` and ``summary()``.
+
+    Raises:
+        SimulatorError: a subclass naming the kernel line for a broken rule, including
+            ``CapacityError`` when the tiles do not fit, with or without ``timing``.
     """
     cfg = load_config(config)
     bars = _progress_factory(progress)
@@ -251,6 +257,8 @@ def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
         with _bar(bars, f"{name}: timing", len(launch.program.instructions)) as bar:
             times = simulate_timing(launch.program, cfg,
                                     bar.update if bar is not None else None)
+    if not timing:
+        check_capacity(launch.program, cfg)  # the timing model checks it while scheduling
     result = SimResult(program=launch.program, outputs=launch.outputs, config=cfg, timing=times)
     session = _SESSION.get()
     if session is not None:

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import neuroncore_sim as ncs
-from neuroncore_sim.errors import AccessError, CapacityError, DTypeError, KernelError, \
-    MemorySpaceError, ShapeError, UnsupportedError
+from neuroncore_sim.errors import AccessError, CapacityError, DTypeError, InputWriteWarning, \
+    KernelError, MemorySpaceError, ShapeError, UnsupportedError
 import neuroncore_sim.nki.isa as nisa
 import neuroncore_sim.nki.language as nl
 
@@ -451,7 +451,7 @@ def test_return_style_kernel_writing_an_input_warns():
         nl.store(out, value=t)
         return out
 
-    with pytest.warns(UserWarning, match=rf"test_rules.py:{bad_line(bad)}: kernel writes its "
+    with pytest.warns(InputWriteWarning, match=rf"test_rules.py:{bad_line(bad)}: kernel writes its "
                       r"input tensor 'a' but returns its outputs"):
         launch = ok(bad, z(8, 8))
     assert len(launch.warnings) == 1

@@ -10,6 +10,7 @@ import neuroncore_sim as ncs
 import neuroncore_sim.nki as nki
 import neuroncore_sim.nki.isa as nisa
 import neuroncore_sim.nki.language as nl
+from neuroncore_sim.errors import UninitializedReadWarning
 from neuroncore_sim.memory import Memory
 
 RNG = np.random.default_rng(5)
@@ -105,6 +106,7 @@ def read_unwritten(x):
 
 def test_recycled_tiles_start_as_nan_again():
     x = np.ones((128, 4), np.float32)
-    res = ncs.simulate(read_unwritten, x, timing=False)
+    with pytest.warns(UninitializedReadWarning, match="nothing wrote"):
+        res = ncs.simulate(read_unwritten, x, timing=False)
     assert (res.outputs[0][:, :2] == 1).all()
     assert np.isnan(res.outputs[0][:, 2:]).all()

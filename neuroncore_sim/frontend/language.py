@@ -284,9 +284,27 @@ def device_print(prefix: str, x: Any, *, mask: Any = None, **_: Any) -> None:
 
 
 # --- loops and SPMD ---------------------------------------------------------------------------
-def affine_range(*args: int, **_: Any) -> range:
-    """A loop whose iterations are independent (the compiler may pipeline them)."""
-    return range(*(int(a) for a in args))
+def affine_range(*args: int, **_: Any) -> Any:
+    """A loop whose iterations are independent (the compiler may pipeline them); inside a
+    kernel, the instructions of each iteration are tagged with it, so reads of what an earlier
+    iteration wrote can be reported (``loopcheck.py``)."""
+    iterations = range(*(int(a) for a in args))
+    tr = _tracer.active_or_none()
+    return iterations if tr is None else _AffineRange(tr, iterations)
+
+
+class _AffineRange:
+    """``nl.affine_range`` inside a kernel: iterates (and has a ``len``) like its range, and
+    each ``for`` over it is one tagged loop (:meth:`Tracer.affine_loop`)."""
+
+    def __init__(self, tr: _tracer.Tracer, iterations: range) -> None:
+        self._tracer, self._iterations = tr, iterations
+
+    def __len__(self) -> int:
+        return len(self._iterations)
+
+    def __iter__(self) -> Any:
+        return self._tracer.affine_loop(self._iterations)
 
 
 def sequential_range(*args: int, **_: Any) -> range:

@@ -33,9 +33,10 @@ from typing import Callable, Iterator, Protocol
 import numpy as np
 
 from ..config import NeuronCoreConfig
-from ..errors import SimulatorError
+from ..errors import InputWriteWarning, SimulatorError, SimulatorWarning
 from ..ir import Access, Engine, Instruction, MemSpace, Opcode, Placement, Predicate, Program, \
     SourceLoc, TensorDecl
+from .loopcheck import loop_carried_reads
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 #: ``Tracer.on_record`` is called once per this many recorded instructions.
@@ -77,6 +78,7 @@ class PendingOp:
     box: tuple[tuple[int, int], ...] | None
     loc: SourceLoc | None
     result: object  # the NkiTensor handed to the kernel (its decl is set on materialisation)
+    loops: tuple[tuple[int, int], ...] = ()  # affine_range iterations when it was issued
 
 
 _ACTIVE: ContextVar[Tracer | None] = ContextVar("neuroncore_sim_tracer", default=None)
@@ -123,7 +125,8 @@ class Tracer:
         self.program_id: tuple[int, ...] = ()
         self.instance = 0
         self.pending: PendingOp | None = None
-        self.warnings: list[str] = []
+        #: warnings about the kernel, shown by ``simulate`` and kept on the launch
+        self.warnings: list[SimulatorWarning] = []
         self._locs: dict[tuple[str, int], SourceLoc] = {}
         self._shared: dict[tuple[SourceLoc | None, int], TensorDecl] = {}
         self._shared_count = 0
@@ -136,6 +139,8 @@ class Tracer:
         self.input_writes: dict[str, SourceLoc | None] = {}
         #: state of nl helpers that span calls (random generator, loop_reduce accumulators)
         self.lang_state: dict[str, object] = {}
+        #: the running nl.affine_range iterations, outermost first: (loop id, iteration)
+        self.loops: tuple[tuple[int, int], ...] = ()
 
     @contextlib.contextmanager
     def active(self) -> Iterator[Tracer]:
@@ -152,6 +157,19 @@ class Tracer:
         self.instance = instance
         self.program_id = program_id
         self._shared_count = 0
+
+    def affine_loop(self, iterations: range) -> Iterator[int]:
+        """Iterate ``iterations`` as an ``nl.affine_range`` loop: instructions issued in it
+        record which iteration they belong to (``Instruction.loops``)."""
+        loop_id = len(self.program.loops)
+        self.program.loops.append(self.user_loc())
+        outer = self.loops
+        try:
+            for k, value in enumerate(iterations):
+                self.loops = outer + ((loop_id, k),)
+                yield value
+        finally:
+            self.loops = outer  # also on break / exceptions (the generator is closed)
 
     # --- source locations ----------------------------------------------------------------------
     def user_loc(self) -> SourceLoc | None:
@@ -171,10 +189,10 @@ class Tracer:
         """An error of type ``cls`` located at the current kernel line (to ``raise``)."""
         return cls(message, str(self.user_loc() or "") or None)
 
-    def warn(self, message: str) -> None:
-        """Record a warning (shown by ``simulate`` and kept on the result)."""
+    def warn(self, category: type[SimulatorWarning], message: str) -> None:
+        """Record a warning located at the current kernel line (shown by ``simulate``)."""
         loc = self.user_loc()
-        self.warnings.append(f"{loc}: {message}" if loc else message)
+        self.warnings.append(category(f"{loc}: {message}" if loc else message))
 
     def note_write(self, decl: TensorDecl) -> None:
         """Remember a write into a kernel input tensor (judged by :meth:`finish`)."""
@@ -182,16 +200,19 @@ class Tracer:
             self.input_writes[decl.name] = self.user_loc()
 
     def finish(self, returned: object) -> None:
-        """End of the launch: a kernel that returns its outputs should not write its inputs
-        (NKI allows writing inputs only in output-argument kernels), so warn about it."""
+        """End of the launch: report loop-carried dependencies in ``nl.affine_range`` loops
+        (``loopcheck.py``), and warn when a kernel that returns its outputs writes its inputs
+        (NKI allows writing inputs only in output-argument kernels)."""
         self.flush()
+        if self.program.loops:
+            self.warnings.extend(loop_carried_reads(self.program))
         if returned is None or (isinstance(returned, (tuple, list)) and not returned):
             return
         for name, loc in self.input_writes.items():
             msg = (f"kernel writes its input tensor {name!r} but returns its outputs; NKI "
                    "allows writing into arguments only in output-argument kernels (return "
                    "nothing, or write a new nl.shared_hbm tensor)")
-            self.warnings.append(f"{loc}: {msg}" if loc else msg)
+            self.warnings.append(InputWriteWarning(f"{loc}: {msg}" if loc else msg))
 
     # --- tensors -------------------------------------------------------------------------------
     def new_tensor(self, space: MemSpace, shape: tuple[int, ...], dtype: np.dtype, *,
@@ -227,13 +248,13 @@ class Tracer:
         if self.pending is not None:
             self.flush()
         return self._append(opcode, engine, dsts, srcs, attrs, mask,
-                            loc if loc is not None else self.user_loc())
+                            loc if loc is not None else self.user_loc(), self.loops)
 
     def _append(self, opcode: Opcode, engine: Engine, dsts: dict[str, Access],
                 srcs: dict[str, Access], attrs: dict[str, object], mask: Predicate | None,
-                loc: SourceLoc | None) -> Instruction:
+                loc: SourceLoc | None, loops: tuple[tuple[int, int], ...]) -> Instruction:
         ins = Instruction(len(self.program.instructions), opcode, engine, dsts, srcs, attrs,
-                          loc, mask, self.instance)
+                          loc, mask, self.instance, loops)
         self.program.instructions.append(ins)
         if self.on_record is not None and not (ins.id + 1) % RECORD_REPORT_EVERY:
             self.on_record(ins.id + 1)
@@ -272,6 +293,7 @@ class Tracer:
         """Hold ``op`` until its destination is known (see module docstring)."""
         if self.pending is not None:
             self.flush()
+        op.loops = self.loops  # it belongs to this iteration even if recorded later
         self.pending = op
 
     def take_pending(self, result: object) -> PendingOp | None:
@@ -288,7 +310,8 @@ class Tracer:
         merged.update(attrs)
         dsts = {"out": dst}
         dsts.update(op.extra_dsts)
-        return self._append(op.opcode, op.engine, dsts, op.srcs, merged, op.mask, op.loc)
+        return self._append(op.opcode, op.engine, dsts, op.srcs, merged, op.mask, op.loc,
+                            op.loops)
 
     def flush(self) -> None:
         """Record the pending op into its own freshly allocated tile."""

@@ -1,0 +1,232 @@
+"""Loop-carried dependencies inside ``nl.affine_range`` loops, found in the recorded Program.
+
+The NKI docs: ``affine_range`` is for loops without loop-carried dependencies, associative
+reductions excepted (several ``nc_matmul`` accumulating into one PSUM tile, or ``+=`` on SBUF, as
+the ``nl.loop_reduce`` page shows); using it for a loop with a carried dependency "is considered
+unsafe and could lead to numerical errors" (the compiler may pipeline or reorder iterations).
+The compiler accepts such a kernel, so this is a warning (:class:`LoopDependencyWarning`), not an
+error. The simulator runs iterations in order, so its values are what ``sequential_range`` would
+give, which the hardware may not.
+
+What is reported: an instruction in iteration j of an affine loop that reads elements whose
+latest writer is an instruction of an earlier iteration i of the same loop (the first loop level
+where their iterations differ). Not reported (accumulations):
+
+- the implicit read of an accumulating ``nc_matmul`` (``psum += nc_matmul(...)``) or of a DMA
+  with ``dst_rmw_op``;
+- an associative ``tensor_tensor`` (add, multiply, max, min, bitwise / logical and-or-xor)
+  reading the region it writes (``acc += x``, ``acc[...] = nl.add(acc, x)``, ``nl.loop_reduce``),
+  or reading what the same kernel line wrote in an earlier iteration
+  (``b = nisa.tensor_tensor(b, a, nl.add)``);
+- the ``old`` / ``prior`` operands of partial writes (runtime-offset, predicated and shuffle
+  copies, indirect scatters), which only keep the destination's other elements.
+
+Regions are tracked per tensor as rectangles (partition rows x element columns) of the latest
+writes; a write with an exact rectangular footprint removes what it covers from older ones. A
+candidate hit is confirmed element by element before it is reported, so strided accesses do not
+give false reports. One report per reading kernel line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import LoopDependencyWarning
+from ..ir import Access, Instruction, Opcode, Program
+
+#: tensor_tensor operators that make an accumulation (associative reductions).
+ASSOCIATIVE = frozenset({"add", "multiply", "maximum", "minimum", "bitwise_and", "bitwise_or",
+                         "bitwise_xor", "logical_and", "logical_or", "logical_xor"})
+#: Tensors with more rows than this keep their writes in blocks of _BUCKET_ROWS rows.
+_BUCKET_ABOVE_ROWS = 512
+_BUCKET_ROWS = 128
+
+
+@dataclass(slots=True)
+class _Write:
+    """The part (rectangle) of a write that is still the latest writer there."""
+
+    r_lo: int
+    r_hi: int
+    c_lo: int
+    c_hi: int
+    access: Access
+    ins: Instruction
+
+
+def loop_carried_reads(program: Program) -> list[LoopDependencyWarning]:
+    """Warnings for reads of what an earlier iteration of the same affine loop wrote."""
+    found: list[LoopDependencyWarning] = []
+    reported: set[object] = set()
+    live: dict[tuple[int, int], list[_Write]] = {}
+    outermost = None
+    for ins in program.instructions:
+        if not ins.loops:
+            continue
+        if ins.loops[0][0] != outermost:  # a new outermost loop: nothing earlier can carry
+            live.clear()
+            outermost = ins.loops[0][0]
+        if ins.loc not in reported:
+            for role, a in _plain_reads(ins):
+                hit = _carried_write(live, a, ins)
+                if hit is not None:
+                    found.append(_warning(program, ins, role, a, hit))
+                    reported.add(ins.loc)
+                    break
+        for a in ins.dsts.values():
+            _record(live, a, ins)
+    return found
+
+
+#: Source roles that only keep a destination's unwritten elements (a partial write, e.g. a
+#: runtime-offset or predicated copy, an indirect scatter): not a use of earlier values.
+_KEEP_ROLES = frozenset({"old", "prior"})
+
+
+def _plain_reads(ins: Instruction) -> list[tuple[str, Access]]:
+    """The explicit reads, less the accumulator of an in-place associative update
+    (``acc += x``, however the accumulator was first written: the ``nl.loop_reduce`` idiom)
+    and the destination-keeping roles of partial writes. The implicit read of an accumulating
+    matmul or DMA is not a source at all."""
+    acc = _accumulates(ins)
+    out = ins.dsts.get("out")
+    return [(role, a) for role, a in ins.srcs.items()
+            if role not in _KEEP_ROLES
+            and not (acc and a.tensor is out.tensor and a.offset == out.offset
+                     and a.pattern == out.pattern)]
+
+
+def _accumulates(ins: Instruction) -> bool:
+    """An associative tensor_tensor writing into one of its own operands (``acc += x``)."""
+    if ins.opcode is not Opcode.TENSOR_TENSOR or ins.attrs.get("op") not in ASSOCIATIVE:
+        return False
+    out = ins.out
+    return any(a.tensor is out.tensor and a.offset == out.offset and a.pattern == out.pattern
+               for a in ins.srcs.values())
+
+
+def _is_reduction(writer: Instruction, reader: Instruction) -> bool:
+    """Writer and reader are steps of one associative reduction: the same operator, and either
+    both accumulate in place or they are the same kernel line (``b = tensor_tensor(b, a)``)."""
+    if (reader.opcode is not Opcode.TENSOR_TENSOR or writer.opcode is not Opcode.TENSOR_TENSOR
+            or reader.attrs.get("op") not in ASSOCIATIVE
+            or writer.attrs.get("op") != reader.attrs.get("op")):
+        return False
+    return writer.loc == reader.loc or (_accumulates(writer) and _accumulates(reader))
+
+
+def _bucket_size(a: Access) -> int:
+    rows = a.tensor.rows
+    return _BUCKET_ROWS if rows > _BUCKET_ABOVE_ROWS else max(1, rows)
+
+
+def _carried_over(writer: Instruction, reader: Instruction) -> tuple[int, int, int] | None:
+    """(loop id, writer iteration, reader iteration) when the two are in different iterations
+    of one affine loop, else None."""
+    if writer.loops == reader.loops:
+        return None  # the same iteration (the common case: a tile used where it was loaded)
+    for w, r in zip(writer.loops, reader.loops):
+        if w != r:
+            return (w[0], w[1], r[1]) if w[0] == r[0] else None
+    return None
+
+
+def _carried_write(live: dict, a: Access, ins: Instruction) -> tuple[_Write, tuple] | None:
+    if a.row_hi <= a.row_lo:  # empty access
+        return None
+    tid, size = a.tensor.id, _bucket_size(a)
+    for b in range(a.row_lo // size, (a.row_hi - 1) // size + 1):
+        for w in live.get((tid, b), ()):
+            if not (w.r_lo < a.row_hi and a.row_lo < w.r_hi and w.c_lo < a.col_hi
+                    and a.col_lo < w.c_hi):
+                continue
+            over = _carried_over(w.ins, ins)
+            if over is None or _is_reduction(w.ins, ins):
+                continue
+            if _elements_meet(w, a):
+                return w, over
+    return None
+
+
+def _record(live: dict, a: Access, ins: Instruction) -> None:
+    if a.row_hi <= a.row_lo:  # empty access
+        return
+    tid, size = a.tensor.id, _bucket_size(a)
+    exact = None
+    for b in range(a.row_lo // size, (a.row_hi - 1) // size + 1):
+        key = (tid, b)
+        new = _Write(max(a.row_lo, b * size), min(a.row_hi, (b + 1) * size), a.col_lo,
+                     a.col_hi, a, ins)
+        old = live.get(key)
+        if not old:  # the usual case: the first write of a fresh tile
+            live[key] = [new]
+            continue
+        if exact is None:
+            exact = _exact(a)
+        if exact:
+            kept = [p for w in old for p in _subtract(w, a)]
+        else:  # only a write of the very same region surely replaces an earlier one
+            kept = [w for w in old if not (w.access.offset == a.offset
+                                           and w.access.pattern == a.pattern)]
+        kept.append(new)
+        live[key] = kept
+
+
+def _exact(a: Access) -> bool:
+    """True when an access selects every element of its bounding rectangle exactly once."""
+    return (a.size == (a.row_hi - a.row_lo) * (a.col_hi - a.col_lo)
+            and all(s != 0 or n == 1 for s, n in a.pattern))
+
+
+def _subtract(w: _Write, a: Access) -> list[_Write]:
+    """The parts of rectangle ``w`` outside ``a``'s rectangle (up to four)."""
+    if not (w.r_lo < a.row_hi and a.row_lo < w.r_hi and w.c_lo < a.col_hi
+            and a.col_lo < w.c_hi):
+        return [w]
+    parts = []
+    if w.r_lo < a.row_lo:
+        parts.append(_Write(w.r_lo, a.row_lo, w.c_lo, w.c_hi, w.access, w.ins))
+    if a.row_hi < w.r_hi:
+        parts.append(_Write(a.row_hi, w.r_hi, w.c_lo, w.c_hi, w.access, w.ins))
+    r_lo, r_hi = max(w.r_lo, a.row_lo), min(w.r_hi, a.row_hi)
+    if w.c_lo < a.col_lo:
+        parts.append(_Write(r_lo, r_hi, w.c_lo, a.col_lo, w.access, w.ins))
+    if a.col_hi < w.c_hi:
+        parts.append(_Write(r_lo, r_hi, a.col_hi, w.c_hi, w.access, w.ins))
+    return parts
+
+
+def _elements(a: Access) -> np.ndarray:
+    """Storage offsets of the elements an access selects."""
+    offsets = np.full((1,) * len(a.pattern), a.offset, np.int64)
+    for d, (s, n) in enumerate(a.pattern):
+        shape = [1] * len(a.pattern)
+        shape[d] = n
+        offsets = offsets + s * np.arange(n, dtype=np.int64).reshape(shape)
+    return offsets.reshape(-1)
+
+
+def _elements_meet(w: _Write, a: Access) -> bool:
+    """True when the read selects an element of ``w``'s remaining rectangle that ``w`` wrote."""
+    if _exact(w.access) and _exact(a):
+        return True  # two overlapping dense rectangles share elements
+    row_size = max(1, a.tensor.row_size)
+    written = _elements(w.access)
+    rows, cols = written // row_size, written % row_size
+    written = written[(rows >= w.r_lo) & (rows < w.r_hi) & (cols >= w.c_lo) & (cols < w.c_hi)]
+    return bool(np.intersect1d(written, _elements(a), assume_unique=False).size)
+
+
+def _warning(program: Program, ins: Instruction, role: str, a: Access,
+             hit: tuple[_Write, tuple[int, int, int]]) -> LoopDependencyWarning:
+    w, (loop, i, j) = hit
+    loop_loc = program.loops[loop] if loop < len(program.loops) else None
+    msg = (f"{ins.opcode.value} {role}: iteration {j} of the nl.affine_range loop at {loop_loc} "
+           f"reads {a.tensor.name} rows {max(w.r_lo, a.row_lo)}..{min(w.r_hi, a.row_hi) - 1}, "
+           f"written by iteration {i} ({w.ins.opcode.value} at {w.ins.loc}); expected "
+           f"independent iterations (only accumulations such as psum += nc_matmul(...) may "
+           f"carry over), found a loop-carried dependency the compiler may reorder: use "
+           f"nl.sequential_range for this loop")
+    return LoopDependencyWarning(f"{ins.loc}: {msg}" if ins.loc is not None else msg)
