@@ -41,6 +41,13 @@ CASES = [
     ("matmul_bf16", "kernel"),
     ("giou", "kernel"),
     ("matmul_blocked", "kernel"),
+    ("matmul_single_tile", "kernel"),
+    ("matmul_ladder", "tiled"),
+    ("matmul_ladder", "hoisted"),
+    ("matmul_ladder", "blocked_free"),
+    ("matmul_ladder", "blocked_all"),
+    ("dma_rows", "row_per_partition"),
+    ("dma_rows", "rows_grouped"),
 ]
 
 # float32 results: the simulator computes in fp32 like the engines, the references in float64,
