@@ -92,6 +92,9 @@ def build_schedule(program: Program, config: NeuronCoreConfig) -> Schedule:
 
 def _schedule_instance(instance: int, instrs: list[Instruction],
                        config: NeuronCoreConfig) -> InstanceSchedule:
+    folded = _folded_psum_zeros(instrs)
+    if folded:
+        instrs = [ins for ins in instrs if ins.id not in folded]
     rings, prev_occupant, first_use = _assign_buffers(instrs, config)
     queues: dict[str, list[int]] = {}
     for ins in instrs:
@@ -99,6 +102,31 @@ def _schedule_instance(instance: int, instrs: list[Instruction],
     deps, ls_deps, ls_skip = _hazards(instrs, prev_occupant, first_use)
     return InstanceSchedule(instance, tuple(instrs), {k: tuple(v) for k, v in queues.items()},
                             deps, ls_deps, frozenset(ls_skip), rings)
+
+
+def _folded_psum_zeros(instrs: list[Instruction]) -> set[int]:
+    """Ids of PSUM memsets of 0 that the next instruction touching their tile overwrites by
+    starting an accumulation group (``acc = nl.zeros(..., buffer=nl.psum)`` then
+    ``acc += nc_matmul(...)``): the compiler lowers that to a first matmul that writes instead
+    of adding, so no VectorE memset runs (assumption, docs/model.md). The values layer still
+    executes the memset; only the timing model drops it."""
+    pending: dict[int, Instruction] = {}  # tensor id -> its latest memset not yet followed
+    folded: set[int] = set()
+    for ins in instrs:
+        for a, _ in ins.accesses():
+            m = pending.pop(a.tensor.id, None)
+            if m is None or m is ins:
+                continue
+            d = m.dsts["out"]
+            if (ins.opcode is Opcode.NC_MATMUL and ins.attrs.get("accumulate")
+                    and a is ins.dsts["out"] and ins.mask is None
+                    and a.row_lo <= d.row_lo and d.row_hi <= a.row_hi
+                    and a.col_lo <= d.col_lo and d.col_hi <= a.col_hi and a.size == d.size):
+                folded.add(m.id)
+        if (ins.opcode is Opcode.MEMSET and ins.mask is None and ins.attrs.get("value") == 0
+                and ins.out.tensor.space is MemSpace.PSUM):
+            pending[ins.out.tensor.id] = ins
+    return folded
 
 
 # --- buffer rings ---------------------------------------------------------------------------------
@@ -153,6 +181,8 @@ def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
     ls_skip: list[int] = []
     last_stationary: tuple[object, ...] | None = None
     live = _LiveAccesses(writes, reads, n_buckets)
+    #: tile id -> the accesses of its slot's previous occupant (dependency kind per instruction)
+    slot_waits: dict[int, dict[int, int]] = {}
     placed_writes = 0
     for i, ins in enumerate(instrs):
         me, q = ins.id, queue_name(ins)
@@ -160,11 +190,21 @@ def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
         found: dict[int, int] = {}
         for tid in first_use.get(i, ()):  # the tile's slot was used by an earlier tile
             old = prev_occupant[tid]
+            waits: dict[int, int] = {}
             for b in range(n_buckets.get(old, 0)):
                 for *_, j in writes.pop((old, b), ()):
-                    found[j] = min(found.get(j, WAW), WAW)
+                    waits[j] = min(waits.get(j, WAW), WAW)
                 for *_, j in reads.pop((old, b), ()):
-                    found[j] = min(found.get(j, WAR), WAR)
+                    waits[j] = min(waits.get(j, WAR), WAR)
+            slot_waits[tid] = waits
+        # Every access of a tile in a reused slot waits for the slot's previous occupant, not
+        # only the first: a tile filled by several DMAs (dataflow, unordered) would otherwise
+        # overwrite the old tile while it is still being read.
+        for a, _ in ins.accesses():
+            waits = slot_waits.get(a.tensor.id)
+            if waits:
+                for j, k in waits.items():
+                    found[j] = min(found.get(j, k), k)
         stationary: list[int] = []
         for role, a in ins.srcs.items():
             hits = live.read(a, me, found)

@@ -99,12 +99,6 @@ def test_ladder_steps_2_to_4_get_faster(ladder) -> None:
     assert tiled > hoisted > blocked
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "timing model: (a) a ring slot's previous occupant orders only the first instruction that "
-    "touches the new tile, so the later block loads of a [BLOCK_K, 128, F] tile run ahead and "
-    "flood the DMA queues; (b) the VectorE memset of each nl.zeros PSUM tile waits in program "
-    "order behind the previous group's add, so TensorE and VectorE serialise per group. "
-    "Numbers and the experiment with both fixed: reports/matmul_ladder.md"))
 def test_ladder_step_5_beats_step_4(ladder) -> None:
     shape = (1024, 1024, 1024)
     blocked_free = _latency(ladder.blocked_free, *shape, BLOCK_M=4, BLOCK_N=2)

@@ -1,0 +1,94 @@
+"""Schedule rules checked on front-end kernels: every access of a tile in a reused ring slot
+waits for the slot's previous occupant, and a PSUM tile zeroed by ``nl.zeros`` then accumulated
+into costs no VectorE memset (the compiler starts the accumulation group instead)."""
+
+from __future__ import annotations
+
+import neuroncore_sim as ncs
+import neuroncore_sim.nki as nki
+import neuroncore_sim.nki.isa as nisa
+import neuroncore_sim.nki.language as nl
+import neuroncore_sim.nki.typing as nt
+from neuroncore_sim.config import TRN1
+from neuroncore_sim.events import is_dma_row
+from neuroncore_sim.schedule import build_schedule
+
+
+@nki.jit
+def two_loads_per_tile(x):
+    """Each iteration fills one [2, 128, 512] tile with two DMAs, then reads it for longer than
+    the loads take (so, unchecked, the loads would run ahead of the ring)."""
+    out = nl.ndarray((x.shape[0], 512), dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(x.shape[0] // 128):
+        t = nl.ndarray((2, nl.par_dim(128), 512), dtype=x.dtype, buffer=nl.sbuf)
+        t[0] = nl.load(x[i * 128:(i + 1) * 128, 0:512])
+        t[1] = nl.load(x[i * 128:(i + 1) * 128, 512:1024])
+        acc = nl.add(t[0], t[1])
+        for _ in range(READS):
+            acc = nl.add(acc, t[1])
+        nl.store(out[i * 128:(i + 1) * 128, :], value=acc)
+    return out
+
+
+READS = 8
+
+
+def test_every_dma_into_a_reused_slot_waits_for_the_previous_tile():
+    res = ncs.simulate(two_loads_per_tile, nt.tensor[[16 * 128, 1024], nl.float32],
+                       functional=False)
+    instrs = res.program.instructions
+    loads = [i for i in instrs if i.opcode.value == "dma_copy" and i.out.space.value == "sbuf"]
+    adds = [i for i in instrs if i.opcode.value == "tensor_tensor"][READS::READS + 1]  # last
+    ring = next(r for r in build_schedule(res.program, TRN1).instances[0].rings
+                if r.tiles == len(adds) and r.space.value == "sbuf" and r.slot_bytes == 4096)
+    start: dict[int, float] = {}
+    end: dict[int, float] = {}
+    for e in res.timing.events:
+        start[e.instr_id] = min(start.get(e.instr_id, e.start_ns), e.start_ns)
+        end[e.instr_id] = max(end.get(e.instr_id, e.end_ns), e.end_ns)
+    for it in range(ring.buffers, len(adds)):
+        reader_done = end[adds[it - ring.buffers].id]
+        for load in loads[2 * it:2 * it + 2]:  # both loads, not only the first
+            assert start[load.id] >= reader_done - 1e-6, (it, load.id)
+
+
+@nki.jit
+def zeroed_accumulators(lhsT, rhs):
+    out = nl.ndarray((128, rhs.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    s = nl.load(lhsT)
+    m = nl.load(rhs)
+    for n in nl.affine_range(rhs.shape[1] // 512):
+        acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+        acc += nisa.nc_matmul(s, m[:, n * 512:(n + 1) * 512])
+        nl.store(out[:, n * 512:(n + 1) * 512], value=nl.copy(acc))
+    return out
+
+
+@nki.jit
+def zeroed_then_read(x):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+    nl.store(out, value=nl.add(acc, nl.load(x)))
+    return out
+
+
+def test_psum_zeros_before_an_accumulation_cost_no_memset():
+    res = ncs.simulate(zeroed_accumulators, nt.tensor[[128, 128], nl.bfloat16],
+                       nt.tensor[[128, 2048], nl.bfloat16], functional=False)
+    assert sum(i.opcode.value == "memset" for i in res.program.instructions) == 4  # recorded
+    assert not [e for e in res.timing.events if e.opcode == "memset"]  # but not timed
+    assert not [e for e in res.timing.events if e.engine == "vector" and not is_dma_row(e.engine)
+                and e.opcode not in ("tensor_copy",)]
+
+
+def test_psum_zeros_that_are_read_keep_their_memset():
+    res = ncs.simulate(zeroed_then_read, nt.tensor[[128, 512], nl.float32], functional=False)
+    assert [e.engine for e in res.timing.events if e.opcode == "memset"] == ["vector"]
+
+
+def test_folded_zeros_still_give_zeros_before_accumulating():
+    import numpy as np
+    lhsT = np.ones((128, 128), np.float32)
+    rhs = np.ones((128, 1024), np.float32)
+    res = ncs.simulate(zeroed_accumulators, lhsT, rhs)
+    assert (res.outputs[0] == 128).all()
