@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import neuroncore_sim as ncs
-from neuroncore_sim.errors import AccessError, DTypeError, KernelError, ShapeError, \
-    SimulatorError
+from neuroncore_sim.errors import AccessError, DTypeError, KernelError, MemorySpaceError, \
+    ShapeError, SimulatorError
 import neuroncore_sim.nki.language as nl
 
 F32 = np.float32
@@ -203,3 +203,55 @@ def test_reduction_axis_out_of_range():
 def test_nl_call_outside_a_kernel_names_the_call(call, name):
     with pytest.raises(SimulatorError, match=rf"^{re.escape(name)} can only run inside a kernel"):
         call()
+
+
+def test_empty_slices_are_errors_at_the_slice():
+    def empty(a):
+        nl.load(a[5:5])  # BAD
+
+    def reversed_bounds(a):
+        nl.load(a[0:128, 10:5])  # BAD
+
+    def negative_ds(a):
+        nl.load(a[nl.ds(-1, 4)])  # BAD
+
+    def good(a):
+        return store(nl.load(a[nl.ds(4, 4), 5:10]))
+
+    a = np.arange(128 * 16, dtype=F32).reshape(128, 16)
+    expect_error(AccessError, r"slice of axis 0: expected at least one element, found 5:5 on an "
+                 r"axis of size 128", empty, a)
+    expect_error(AccessError, r"slice of axis 1: expected at least one element, found 10:5",
+                 reversed_bounds, a)
+    expect_error(AccessError, r"nl.ds: expected an integer start >= 0 and size >= 1, found start "
+                 r"-1, size 4", negative_ds, a)
+    np.testing.assert_array_equal(ncs.trace(good, a).outputs[0], a[4:8, 5:10])
+
+
+# --- nl.matmul in the user's terms (not those of its lowering) ----------------------------------
+def test_matmul_operand_in_psum_is_named_as_the_users_argument():
+    def bad(a):
+        p = nl.zeros((128, 64), nl.float32, buffer=nl.psum)
+        nl.matmul(p, nl.load(a))  # BAD
+
+    def good(a):
+        return store(nl.copy(nl.matmul(nl.load(a), nl.load(a), transpose_x=True)))
+
+    a = np.arange(128 * 64, dtype=F32).reshape(128, 64) / 1000
+    expect_error(MemorySpaceError, r"nl.matmul x: expected a tensor in sbuf, found psum", bad, a)
+    np.testing.assert_allclose(ncs.trace(good, a).outputs[0], a.T @ a, rtol=1e-5)
+
+
+def test_matmul_shapes_are_checked_as_x_at_y():
+    def bad(a):
+        x = nl.load(a)
+        nl.matmul(x, x)  # BAD
+
+    def good(a, b):
+        return store(nl.copy(nl.matmul(nl.load(a), nl.load(b))))
+
+    expect_error(ShapeError, r"nl.matmul: x @ y with x \[128, 64\]: expected y of shape \[64, N\], "
+                 r"found \[128, 64\]", bad, z(128, 64))
+    a = np.arange(128 * 64, dtype=F32).reshape(128, 64) / 1000
+    b = np.arange(64 * 32, dtype=F32).reshape(64, 32) / 1000
+    np.testing.assert_allclose(ncs.trace(good, a, b).outputs[0], a @ b, rtol=1e-5)

@@ -268,6 +268,14 @@ def matmul(x: Any, y: Any, *, transpose_x: bool = False, mask: Any = None,
            **_: Any) -> NkiTensor:
     """``x @ y`` on TensorE. Without ``transpose_x`` the compiler first transposes ``x`` on
     TensorE and copies it back to SBUF, as the NKI docs describe."""
+    for t, name in ((x, "x"), (y, "y")):  # before the lowering, in the user's terms
+        operand(t, f"nl.matmul {name}", (MemSpace.SBUF,))
+    k = x.shape[0] if transpose_x else x.shape[-1]
+    if x.ndim != 2 or y.ndim != 2 or y.shape[0] != k:
+        form = "x.T @ y (transpose_x=True)" if transpose_x else "x @ y"
+        raise _tracer.current().fail(
+            ShapeError, f"nl.matmul: {form} with x {list(x.shape)}: expected y of shape [{k}, N], "
+            f"found {list(y.shape)}")
     if not transpose_x:
         xt = nisa.nc_transpose(x, engine=nisa.engine.tensor)
         x = nisa.tensor_copy(xt, dtype=x.dtype)

@@ -272,6 +272,10 @@ class NkiTensor:
                 stop = n if item.stop is None else int(item.stop)
                 start, stop = (start + n if start < 0 else start), (stop + n if stop < 0 else stop)
                 size = max(0, -(-(stop - start) // step))
+                if size == 0:  # an empty tile is no NKI shape; it would fail far from here
+                    raise _tracer.current().fail(
+                        AccessError, f"slice of axis {axis}: expected at least one element, "
+                        f"found {item.start}:{item.stop} on an axis of size {n}")
                 shape.append(size)
                 for d in range(nd):
                     base[d] += self.coefs[d][axis] * start
