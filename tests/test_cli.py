@@ -118,6 +118,8 @@ def test_trace_max_events(tmp_path, capsys):
     (["profile", f"{KERNELS / 'tensor_add.py'}::nope"], 2),
     (["profile", f"{KERNELS / 'layernorm.py'}"], 2),  # two kernels: must name one
     (["run", "no_such_script.py"], 2),
+    (["profile", "--trace-max-events", "-1", f"{KERNELS / 'tensor_add.py'}"], 2),
+    (["profile", f"{KERNELS / 'run_sample.py'}"], 2),  # a script, not a kernel file
 ])
 def test_exit_codes(argv, code, capsys):
     assert cli.main(argv) == code
@@ -125,9 +127,16 @@ def test_exit_codes(argv, code, capsys):
     assert "Traceback" not in captured.err
 
 
+def test_profile_of_a_script_points_to_run(capsys):
+    assert cli.main(["profile", f"{KERNELS / 'run_sample.py'}"]) == 2
+    assert "found neither; name one as FILE.py::KERNEL, or time a script with `neuroncore-sim " \
+        "run`" in capsys.readouterr().err
+
+
 def test_bad_config_is_a_clean_error(capsys):
-    assert cli.main(["profile", "--config", "trn9", f"{KERNELS / 'tensor_add.py'}"]) == 1
-    assert capsys.readouterr().err.startswith("error: config: expected a preset name")
+    assert cli.main(["profile", "--config", "trn9", f"{KERNELS / 'tensor_add.py'}"]) == 2
+    assert capsys.readouterr().err.startswith(
+        "neuroncore-sim: error: config: expected a preset name")
 
 
 def test_run_uses_config_and_timing_only(tmp_path, capsys):
