@@ -134,6 +134,7 @@ def _run(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
     sys.argv = [str(script)] + list(args.args)
     sys.path.insert(0, str(script.resolve().parent))  # as `python SCRIPT.py` would
     status = EXIT_OK
+    failure: SimulatorError | None = None
     try:
         with record_launches(config=cfg, functional=not args.timing_only,
                              progress=_progress(args)) as launches:
@@ -141,8 +142,8 @@ def _run(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
                 runpy.run_path(str(script), run_name="__main__")
             except SystemExit as e:  # the script's own exit status is ours
                 status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-            except SimulatorError:
-                raise
+            except SimulatorError as e:  # reported last, after the launches that did finish
+                failure = e
             except Exception:  # a bug in the user's script: show it as Python would
                 traceback.print_exc()
                 status = EXIT_FAILED
@@ -150,6 +151,8 @@ def _run(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
         sys.argv, sys.path[:] = saved_argv, saved_path
     for n, res in enumerate(launches, 1):
         _report(res, n, args.out, trace_max_events=args.trace_max_events)
+    if failure is not None:
+        raise failure
     if not launches:
         print("no kernel launches recorded (the script called no @nki.jit kernel)")
     return status

@@ -88,6 +88,15 @@ def test_kernel_error_is_one_clean_line(tmp_path, capsys):
     assert "Traceback" in capsys.readouterr().err
 
 
+def test_launches_before_a_kernel_error_are_still_reported(tmp_path, capsys):
+    script = _write(tmp_path, "late.py", SCRIPT + "\n" + BROKEN.split("@nki.jit", 1)[1]
+                    .replace("def bad", "@nki.jit\ndef bad"))
+    assert cli.main(["run", str(script)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.count("== launch ") == 2  # the two add_one launches
+    assert captured.err.startswith("error: late.py:") and captured.err.count("\n") == 1
+
+
 def test_profile_sample_kernel(tmp_path, capsys):
     target = f"{KERNELS / 'tensor_add.py'}::kernel"
     assert cli.main(["profile", target, "--timing-only", "--out", str(tmp_path)]) == 0
