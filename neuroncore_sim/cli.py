@@ -25,13 +25,24 @@ from typing import Sequence
 from . import chrome_trace, plot, report, sweep_cli
 from .alias import install_neuronxcc_alias
 from .config import NeuronCoreConfig, load_config
-from .errors import SimulatorError
+from .errors import ConfigError, SimulatorError
 from .kernel_file import (UsageError, example_inputs, find_kernel, load_kernel_file,
                           max_abs_error, split_target)
 from .result import SimResult
 from .simulate import record_launches, simulate
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def _count(text: str) -> int:
+    """An argparse type: an integer >= 0."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, found {text!r}")
+    return n
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -48,7 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--out", metavar="DIR", type=Path, default=None,
                         help="also write per launch: summary.json, summary.txt, events.csv, "
                              "timeline.png and trace.json (Perfetto/Chrome trace) under DIR")
-    common.add_argument("--trace-max-events", metavar="N", type=int, default=None,
+    common.add_argument("--trace-max-events", metavar="N", type=_count, default=None,
                         help="with --out: keep only the first N events (in time) in trace.json "
                              "(about 220 bytes each; default: all)")
     common.add_argument("--no-progress", action="store_true",
@@ -88,6 +99,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(e.code or 0)
     try:
         cfg = load_config(args.config) if args.config else None
+    except ConfigError as e:  # --config names no preset or a bad TOML file: a usage error
+        print(f"neuroncore-sim: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
         if args.command == "run":
             return _run(args, cfg)
         if args.command == "sweep":
@@ -119,6 +134,7 @@ def _run(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
     sys.argv = [str(script)] + list(args.args)
     sys.path.insert(0, str(script.resolve().parent))  # as `python SCRIPT.py` would
     status = EXIT_OK
+    failure: SimulatorError | None = None
     try:
         with record_launches(config=cfg, functional=not args.timing_only,
                              progress=_progress(args)) as launches:
@@ -126,8 +142,8 @@ def _run(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
                 runpy.run_path(str(script), run_name="__main__")
             except SystemExit as e:  # the script's own exit status is ours
                 status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-            except SimulatorError:
-                raise
+            except SimulatorError as e:  # reported last, after the launches that did finish
+                failure = e
             except Exception:  # a bug in the user's script: show it as Python would
                 traceback.print_exc()
                 status = EXIT_FAILED
@@ -135,6 +151,8 @@ def _run(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
         sys.argv, sys.path[:] = saved_argv, saved_path
     for n, res in enumerate(launches, 1):
         _report(res, n, args.out, trace_max_events=args.trace_max_events)
+    if failure is not None:
+        raise failure
     if not launches:
         print("no kernel launches recorded (the script called no @nki.jit kernel)")
     return status

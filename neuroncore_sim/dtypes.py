@@ -85,10 +85,10 @@ def to_dtype(value: object, what: str = "dtype") -> np.dtype:
         ) from None
     name = dtype_name(dt)
     if name not in BY_NAME:
-        raise DTypeError(
-            f"{what}: expected an NKI dtype ({', '.join(BY_NAME)}), found {name}"
-            " (NeuronCore-v2 has no 64-bit types; cast inputs to 32 bits or less)"
-        )
+        hint = (" (NeuronCore-v2 has no 64-bit types; cast inputs to 32 bits or less)"
+                if dt.kind in "fiu" and dt.itemsize == 8 else "")
+        raise DTypeError(f"{what}: expected an NKI dtype ({', '.join(BY_NAME)}), found {name}"
+                         + hint)
     return BY_NAME[name]
 
 

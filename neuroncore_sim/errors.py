@@ -25,6 +25,12 @@ class SimulatorError(Exception):
         self.loc = loc
         super().__init__(f"{loc}: {message}" if loc else message)
 
+    def locate(self, loc: str | None) -> None:
+        """Attach ``loc`` ("file.py:LINE") to an error raised without one (no-op otherwise)."""
+        if self.loc is None and loc:
+            self.loc = loc
+            self.args = (f"{loc}: {self.message}",)
+
 
 class ConfigError(SimulatorError):
     """A hardware configuration (preset name, TOML file or field value) is invalid."""

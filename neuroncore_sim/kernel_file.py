@@ -51,8 +51,13 @@ def find_kernel(module: Any, name: str | None) -> tuple[str, Any]:
             return "kernel", module.kernel
         if len(kernels) == 1:
             return next(iter(kernels.items()))
+        if not kernels:  # a script, say: `neuroncore-sim run` is what times those
+            raise UsageError(f"{module.__file__}: expected a kernel file (a `kernel` function "
+                             "or a KERNELS table, and example_inputs()), found neither; name "
+                             "one as FILE.py::KERNEL, or time a script with "
+                             "`neuroncore-sim run`")
         raise UsageError(f"{module.__file__}: name the kernel as FILE.py::KERNEL; "
-                         f"choices: {', '.join(kernels) or 'none found'}")
+                         f"choices: {', '.join(kernels)}")
     if name in kernels:
         return name, kernels[name]
     fn = getattr(module, name, None)

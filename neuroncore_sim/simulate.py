@@ -31,7 +31,7 @@ import numpy as np
 from .capacity import check_capacity
 from .config import load_config
 from .dtypes import to_dtype
-from .errors import KernelError, UnsupportedError
+from .errors import KernelError, SimulatorError, UnsupportedError
 from .execute import Executor
 from .frontend import tracer as _tracer
 from .frontend.tensor import NkiTensor
@@ -130,7 +130,11 @@ def _bind_inputs(tr: _tracer.Tracer, fn: Callable[..., Any], args: tuple[Any, ..
             decl = tr.new_tensor(MemSpace.HBM, value.shape, value.dtype, kind="input", name=name)
             return NkiTensor.whole(decl)
         if isinstance(value, np.ndarray):
-            dt = to_dtype(value.dtype, f"argument {name!r} dtype")
+            try:
+                dt = to_dtype(value.dtype, f"argument {name!r} dtype")
+            except SimulatorError as e:
+                e.locate(_def_loc(fn))
+                raise
             if value.ndim == 0:
                 raise KernelError(f"argument {name!r}: expected an array with at least 1 dim, "
                                   "found a 0-d array (pass a Python scalar instead)", _def_loc(fn))
@@ -185,10 +189,14 @@ def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None, functiona
         returned: Any = None
         for instance, pid in enumerate(itertools.product(*(range(g) for g in grid))):
             tr.start_instance(instance, pid)
-            result = fn(*new_args, **new_kwargs)
+            try:
+                result = fn(*new_args, **new_kwargs)
+            except SimulatorError as e:
+                _tracer.locate_in_kernel(e)
+                raise
             returned = result if instance == 0 else returned
         tr.finish(returned)
-    outputs = _collect(tr, executor, returned, user_arrays)
+    outputs = _collect(tr, executor, returned, user_arrays, _def_loc(fn))
     found = tr.warnings + (executor.checks.warnings if executor is not None else [])
     for w in found:
         warnings.warn(w, stacklevel=3)
@@ -196,8 +204,9 @@ def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None, functiona
 
 
 def _collect(tr: _tracer.Tracer, executor: Executor | None, returned: Any,
-             user_arrays: dict[int, np.ndarray]) -> tuple[Any, ...]:
-    """Outputs: the returned tensors' values; written argument arrays are updated in place."""
+             user_arrays: dict[int, np.ndarray], def_loc: str | None) -> tuple[Any, ...]:
+    """Outputs: the returned tensors' values; written argument arrays are updated in place.
+    ``def_loc`` (the kernel's ``def`` line) locates a bad return value."""
     # Only argument arrays can need the written-tensor set; skip the scan otherwise (large
     # programs record tens of thousands of instructions).
     written = {a.tensor.id for ins in tr.program.instructions for a in ins.dsts.values()
@@ -212,8 +221,11 @@ def _collect(tr: _tracer.Tracer, executor: Executor | None, returned: Any,
     for item in items:
         if isinstance(item, NkiTensor):
             if item.space is not MemSpace.HBM:
-                raise KernelError(f"kernel returned a tile in {item.space.value}; return HBM "
-                                  "tensors (nl.ndarray(..., buffer=nl.shared_hbm))")
+                made = item.tensor.site
+                raise KernelError(
+                    f"kernel return value: expected HBM tensors (nl.ndarray(..., "
+                    f"buffer=nl.shared_hbm), written with nl.store), found a tile in "
+                    f"{item.space.value}" + (f" made at {made}" if made else ""), def_loc)
             outs.append(executor.logical(item.tensor) if executor is not None else None)
         else:
             outs.append(item)

@@ -88,6 +88,15 @@ def test_kernel_error_is_one_clean_line(tmp_path, capsys):
     assert "Traceback" in capsys.readouterr().err
 
 
+def test_launches_before_a_kernel_error_are_still_reported(tmp_path, capsys):
+    script = _write(tmp_path, "late.py", SCRIPT + "\n" + BROKEN.split("@nki.jit", 1)[1]
+                    .replace("def bad", "@nki.jit\ndef bad"))
+    assert cli.main(["run", str(script)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.count("== launch ") == 2  # the two add_one launches
+    assert captured.err.startswith("error: late.py:") and captured.err.count("\n") == 1
+
+
 def test_profile_sample_kernel(tmp_path, capsys):
     target = f"{KERNELS / 'tensor_add.py'}::kernel"
     assert cli.main(["profile", target, "--timing-only", "--out", str(tmp_path)]) == 0
@@ -118,6 +127,8 @@ def test_trace_max_events(tmp_path, capsys):
     (["profile", f"{KERNELS / 'tensor_add.py'}::nope"], 2),
     (["profile", f"{KERNELS / 'layernorm.py'}"], 2),  # two kernels: must name one
     (["run", "no_such_script.py"], 2),
+    (["profile", "--trace-max-events", "-1", f"{KERNELS / 'tensor_add.py'}"], 2),
+    (["profile", f"{KERNELS / 'run_sample.py'}"], 2),  # a script, not a kernel file
 ])
 def test_exit_codes(argv, code, capsys):
     assert cli.main(argv) == code
@@ -125,9 +136,16 @@ def test_exit_codes(argv, code, capsys):
     assert "Traceback" not in captured.err
 
 
+def test_profile_of_a_script_points_to_run(capsys):
+    assert cli.main(["profile", f"{KERNELS / 'run_sample.py'}"]) == 2
+    assert "found neither; name one as FILE.py::KERNEL, or time a script with `neuroncore-sim " \
+        "run`" in capsys.readouterr().err
+
+
 def test_bad_config_is_a_clean_error(capsys):
-    assert cli.main(["profile", "--config", "trn9", f"{KERNELS / 'tensor_add.py'}"]) == 1
-    assert capsys.readouterr().err.startswith("error: config: expected a preset name")
+    assert cli.main(["profile", "--config", "trn9", f"{KERNELS / 'tensor_add.py'}"]) == 2
+    assert capsys.readouterr().err.startswith(
+        "neuroncore-sim: error: config: expected a preset name")
 
 
 def test_run_uses_config_and_timing_only(tmp_path, capsys):

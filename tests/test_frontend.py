@@ -323,7 +323,7 @@ def test_kernel_returning_a_tile_is_an_error():
     def k(a):
         return nl.load(a)
 
-    with pytest.raises(KernelError, match="returned a tile in sbuf"):
+    with pytest.raises(KernelError, match="found a tile in sbuf made at test_frontend.py:"):
         run(k, np.zeros((4, 4), np.float32))
 
 

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import UnsupportedError
+from ..errors import AccessError, SimulatorError, UnsupportedError
 from ..ir import Affine, Predicate
 
 
-def _unsupported(message: str) -> UnsupportedError:
-    """An UnsupportedError located at the kernel line when a kernel is being traced."""
+def _unsupported(message: str, cls: type[SimulatorError] = UnsupportedError) -> SimulatorError:
+    """An error (UnsupportedError unless ``cls``) located at the kernel line when a kernel is
+    being traced."""
     from . import tracer as _tracer
     tr = _tracer.active_or_none()
-    return tr.fail(UnsupportedError, message) if tr is not None else UnsupportedError(message)  # type: ignore[return-value]
+    return tr.fail(cls, message) if tr is not None else cls(message)
 
 
 def _is_int(x: object) -> bool:
@@ -283,4 +284,7 @@ mgrid = _MGrid()
 
 def ds(start: int, size: int) -> slice:
     """``nl.ds(start, size)``: the slice ``start:start+size``."""
+    if not (_is_int(start) and _is_int(size) and start >= 0 and size >= 1):
+        raise _unsupported(f"nl.ds: expected an integer start >= 0 and size >= 1, found start "
+                           f"{start!r}, size {size!r}", AccessError)
     return slice(int(start), int(start) + int(size))

@@ -19,7 +19,7 @@ from ..errors import DTypeError, KernelError, MemorySpaceError, ShapeError, Unsu
 from ..ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
 from .indexing import IndexExpr, MaskExpr
-from .operands import engine_arg, issue, op_name, scalar_value
+from .operands import engine_arg, issue, op_name, scalar_value, shape_arg
 from . import rng as _rng
 from .tensor import NkiTensor
 
@@ -333,8 +333,11 @@ def tensor_reduce(op: Any, data: Any, axis: Any, *, mask: Any = None, dtype: Any
     what = "tensor_reduce"
     d = _tile(data, f"{what} data")
     name = op_name(op, f"{what} op", ops.REDUCE_OPS)
-    axes = tuple(sorted(int(a) % d.ndim for a in (axis if isinstance(axis, (tuple, list))
-                                                 else (axis,))))
+    given = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    if not all(isinstance(a, (int, np.integer)) and -d.ndim <= a < d.ndim for a in given):
+        raise _fail(KernelError, f"{what} axis: expected axes of the {d.ndim}-d data "
+                    f"({-d.ndim}..{d.ndim - 1}), found {axis!r}")
+    axes = tuple(sorted(int(a) % d.ndim for a in given))
     if not axes or axes[0] < 1 or list(axes) != list(range(axes[0], axes[0] + len(axes))):
         raise _fail(KernelError, f"{what} axis: expected consecutive free axes (>= 1), found "
                     f"{list(axes)}")
@@ -379,7 +382,8 @@ def memset(shape: Any, value: Any, dtype: Any, *, mask: Any = None, engine: Any 
     """A new tile of ``shape`` filled with ``value`` (VectorE by default)."""
     what = "memset"
     eng = engine_arg(engine, what) or Engine.VECTOR
-    return issue(what, Opcode.MEMSET, eng, tuple(shape), to_dtype(dtype, f"{what} dtype"), {},
+    return issue(what, Opcode.MEMSET, eng, shape_arg(shape, f"{what} shape"),
+                 to_dtype(dtype, f"{what} dtype"), {},
                  {"value": scalar_value(value, f"{what} value")}, mask=mask)
 
 

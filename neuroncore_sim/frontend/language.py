@@ -25,7 +25,7 @@ from .indirect import atomic_rmw  # noqa: F401  (nl.atomic_rmw)
 from .rng import nl_dropout as dropout, rand, random_seed  # noqa: F401
 from .nlmath import *  # noqa: F401,F403  (the element-wise / reduction surface)
 from .nlmath import binary, copy_op  # noqa: F401
-from .operands import issue_into, operand, scalar_value
+from .operands import issue_into, operand, scalar_value, shape_arg
 from .tensor import NkiTensor
 
 # --- dtypes -------------------------------------------------------------------------------------
@@ -119,7 +119,7 @@ def ndarray(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "",
     """Allocate a tensor (no instruction; its contents are undefined until written)."""
     tr = _tracer.current("nl.ndarray")
     buf = _buffer(buffer)
-    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    shape = shape_arg(shape, "nl.ndarray shape")
     pa = builtins.next((i for i, s in enumerate(shape) if isinstance(s, par_dim)), 0)
     dims = tuple(int(s) for s in shape)
     dt = _dt.to_dtype(dtype, "nl.ndarray dtype")
@@ -152,10 +152,11 @@ def full(shape: Any, fill_value: Any, dtype: Any, *, buffer: Any = None, name: s
     buf = _buffer(buffer)
     if buf.space is MemSpace.HBM:
         tr = _tracer.current("nl.full")
-        dims = tuple(int(s) for s in shape)
+        dims = tuple(int(s) for s in shape_arg(shape, "nl.full shape"))
         dt = _dt.to_dtype(dtype, "nl.full dtype")
+        values = np.full(dims, fill_value).astype(dt) if tr.backend is not None else None
         decl = tr.new_tensor(MemSpace.HBM, dims, dt, kind=buf.kind, name=name or None,
-                             values=np.full(dims, fill_value).astype(dt))
+                             values=values)
         return NkiTensor.whole(decl)
     t = ndarray(shape, dtype, buffer=buf, name=name)
     assign(t, fill_value)
@@ -267,6 +268,14 @@ def matmul(x: Any, y: Any, *, transpose_x: bool = False, mask: Any = None,
            **_: Any) -> NkiTensor:
     """``x @ y`` on TensorE. Without ``transpose_x`` the compiler first transposes ``x`` on
     TensorE and copies it back to SBUF, as the NKI docs describe."""
+    for t, name in ((x, "x"), (y, "y")):  # before the lowering, in the user's terms
+        operand(t, f"nl.matmul {name}", (MemSpace.SBUF,))
+    k = x.shape[0] if transpose_x else x.shape[-1]
+    if x.ndim != 2 or y.ndim != 2 or y.shape[0] != k:
+        form = "x.T @ y (transpose_x=True)" if transpose_x else "x @ y"
+        raise _tracer.current().fail(
+            ShapeError, f"nl.matmul: {form} with x {list(x.shape)}: expected y of shape [{k}, N], "
+            f"found {list(y.shape)}")
     if not transpose_x:
         xt = nisa.nc_transpose(x, engine=nisa.engine.tensor)
         x = nisa.tensor_copy(xt, dtype=x.dtype)
@@ -284,11 +293,21 @@ def device_print(prefix: str, x: Any, *, mask: Any = None, **_: Any) -> None:
 
 
 # --- loops and SPMD ---------------------------------------------------------------------------
+def _loop(what: str, args: tuple[Any, ...]) -> range:
+    # like Python's range, integers only: `nl.affine_range(n / 128)` must not truncate
+    if not builtins.all(isinstance(a, (int, np.integer)) and not isinstance(a, bool)
+                        for a in args):
+        tr = _tracer.active_or_none()
+        msg = f"{what}: expected integer bounds, found {list(args)!r}"
+        raise tr.fail(KernelError, msg) if tr is not None else KernelError(msg)
+    return range(*(int(a) for a in args))
+
+
 def affine_range(*args: int, **_: Any) -> Any:
     """A loop whose iterations are independent (the compiler may pipeline them); inside a
     kernel, the instructions of each iteration are tagged with it, so reads of what an earlier
     iteration wrote can be reported (``loopcheck.py``)."""
-    iterations = range(*(int(a) for a in args))
+    iterations = _loop("nl.affine_range", args)
     tr = _tracer.active_or_none()
     return iterations if tr is None else _AffineRange(tr, iterations)
 
@@ -309,12 +328,12 @@ class _AffineRange:
 
 def sequential_range(*args: int, **_: Any) -> range:
     """A loop with loop-carried dependencies, run in order."""
-    return range(*(int(a) for a in args))
+    return _loop("nl.sequential_range", args)
 
 
 def static_range(*args: int, **_: Any) -> range:
     """A loop fully unrolled at trace time."""
-    return range(*(int(a) for a in args))
+    return _loop("nl.static_range", args)
 
 
 def program_id(axis: int) -> int:

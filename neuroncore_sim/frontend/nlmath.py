@@ -20,7 +20,7 @@ from ..errors import KernelError, MemorySpaceError, ShapeError, UnsupportedError
 from ..ir import MemSpace
 from . import isa as nisa
 from . import tracer as _tracer
-from .operands import nki_op
+from .operands import nki_op, shape_arg
 from .tensor import NkiTensor
 
 #: The names ``nl`` re-exports (``from .nlmath import *``).
@@ -57,8 +57,9 @@ def binary(name: str, x: Any, y: Any, dtype: Any = None, mask: Any = None) -> An
     """``x (name) y`` for tiles and scalars, with NKI broadcasting and type promotion."""
     xt, yt = isinstance(x, NkiTensor), isinstance(y, NkiTensor)
     if not xt and not yt:
-        raise _tracer.current().fail(KernelError, f"nl.{name}: expected at least one tile "
-                                     f"operand, found {type(x).__name__} and {type(y).__name__}")
+        raise _tracer.current(f"nl.{name}").fail(
+            KernelError, f"nl.{name}: expected at least one tile operand, found "
+            f"{type(x).__name__} and {type(y).__name__}")
     for t in (x, y):
         if isinstance(t, NkiTensor):
             _check_on_chip(t, f"nl.{name}")
@@ -118,7 +119,7 @@ bitwise_and, bitwise_or, bitwise_xor, left_shift, right_shift = (_make_binary(n)
 def unary(name: str, x: Any, dtype: Any = None, mask: Any = None) -> NkiTensor:
     """``name(x)`` as a ScalarE activation."""
     if not isinstance(x, NkiTensor):
-        raise _tracer.current().fail(KernelError, f"nl.{name}: expected a tile, found "
+        raise _tracer.current(f"nl.{name}").fail(KernelError, f"nl.{name}: expected a tile, found "
                                      f"{type(x).__name__}")
     _check_on_chip(x, f"nl.{name}")
     return nisa.activation(name, x, dtype=dtype, mask=mask)
@@ -304,7 +305,7 @@ def broadcast_to(src: Any, shape: Any, **_: Any) -> NkiTensor:
     tr = _tracer.current("broadcast_to")
     if not isinstance(src, NkiTensor):
         raise tr.fail(KernelError, f"broadcast_to: expected a tile, found {type(src).__name__}")
-    shape = tuple(int(s) for s in shape)
+    shape = shape_arg(shape, "broadcast_to shape")
     if len(shape) != src.ndim:
         raise tr.fail(ShapeError, f"broadcast_to: expected a shape with {src.ndim} dims, found "
                       f"{list(shape)}")

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import ops
-from ..errors import AccessError, KernelError, MemorySpaceError, UnsupportedError
+from ..errors import AccessError, KernelError, MemorySpaceError, ShapeError, UnsupportedError
 from ..ir import Access, Affine, Engine, MemSpace, Opcode, Predicate
 from . import tracer as _tracer
 from .indexing import MaskExpr
@@ -33,6 +33,17 @@ def op_name(op: Any, what: str, allowed: frozenset[str] | dict[str, Any]) -> str
         raise _tracer.current().fail(
             KernelError, f"{what}: expected one of {sorted(allowed)}, found {name!r}")
     return name
+
+
+def shape_arg(shape: Any, what: str) -> tuple[int, ...]:
+    """A shape argument (an int or a tuple/list of ints, ``nl.par_dim`` kept) as a tuple;
+    every size must be a positive integer."""
+    dims = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    if not dims or not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool)
+                           and n >= 1 for n in dims):
+        raise _tracer.current().fail(
+            ShapeError, f"{what}: expected a shape of positive integers, found {shape!r}")
+    return tuple(n if isinstance(n, int) else int(n) for n in dims)
 
 
 def nki_op(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -24,7 +24,7 @@ from .. import dtypes as _dt
 from ..errors import KernelError, ShapeError
 from ..ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
-from .operands import issue, issue_into, scalar_value
+from .operands import issue, issue_into, scalar_value, shape_arg
 from .tensor import NkiTensor
 
 _KEY = "rng"
@@ -72,7 +72,7 @@ def rand(shape: Any, dtype: Any = np.float32, **_: Any) -> NkiTensor:
     """A tile of uniform random numbers in [0, 1)."""
     what = "rand"
     tr = _tracer.current(what)
-    dims = tuple(int(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+    dims = tuple(int(s) for s in shape_arg(shape, f"{what} shape"))
     if len(dims) < 2 or not 1 <= dims[0] <= tr.config.num_partitions:
         raise tr.fail(ShapeError, f"{what}: expected a tile shape [P <= "
                       f"{tr.config.num_partitions}, F...], found {list(dims)}")

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import dtype_name
-from ..errors import AccessError, SimulatorError, UnsupportedError
+from ..errors import AccessError, KernelError, SimulatorError, UnsupportedError
 from ..ir import Access, MemSpace, TensorDecl
 from . import tracer as _tracer
 from .indexing import DynamicIndex, IndexExpr, _is_int
@@ -219,11 +219,16 @@ class NkiTensor:
 
     def _expand(self, key: tuple[Any, ...]) -> list[Any]:
         items = list(key)
-        if Ellipsis in items:
-            i = items.index(Ellipsis)
-            fill = self.ndim - (len(items) - 1 - items.count(None))
-            items[i:i + 1] = [slice(None)] * fill
-        real = len(items) - items.count(None)
+        # by identity: `in`, .index() and .count() would call == on tiles and numpy arrays
+        dots = [i for i, k in enumerate(items) if k is Ellipsis]
+        nones = sum(k is None for k in items)
+        if len(dots) > 1:
+            raise _tracer.current().fail(AccessError, "indexing: expected at most one '...', "
+                                         f"found {len(dots)}")
+        if dots:
+            fill = self.ndim - (len(items) - 1 - nones)
+            items[dots[0]:dots[0] + 1] = [slice(None)] * fill
+        real = len(items) - nones
         if real > self.ndim:
             raise _tracer.current().fail(
                 AccessError, f"indexing: expected at most {self.ndim} indices for shape "
@@ -253,6 +258,12 @@ class NkiTensor:
                 for d in range(nd):
                     base[d] += self.coefs[d][axis] * v
             elif isinstance(item, slice):
+                bad = [b for b in (item.start, item.stop, item.step)
+                       if b is not None and not _is_int(b)]
+                if bad:
+                    raise _tracer.current().fail(
+                        AccessError, f"slice of axis {axis}: expected integer bounds, found "
+                        f"{bad[0]!r} ({type(bad[0]).__name__})")
                 step = 1 if item.step is None else int(item.step)
                 if step <= 0:
                     raise _tracer.current().fail(
@@ -261,6 +272,10 @@ class NkiTensor:
                 stop = n if item.stop is None else int(item.stop)
                 start, stop = (start + n if start < 0 else start), (stop + n if stop < 0 else stop)
                 size = max(0, -(-(stop - start) // step))
+                if size == 0:  # an empty tile is no NKI shape; it would fail far from here
+                    raise _tracer.current().fail(
+                        AccessError, f"slice of axis {axis}: expected at least one element, "
+                        f"found {item.start}:{item.stop} on an axis of size {n}")
                 shape.append(size)
                 for d in range(nd):
                     base[d] += self.coefs[d][axis] * start
@@ -323,6 +338,13 @@ class NkiTensor:
 
     def __len__(self) -> int:
         return self.shape[0] if self.shape else 0
+
+    def __bool__(self) -> bool:
+        # `if tile > 0:` would otherwise take one branch for every element, silently
+        tr = _tracer.active_or_none()
+        msg = ("a tile has no Python truth value (if / and / or / not on a tile); its values "
+               "exist only on the device: use nl.where, a mask=, or nisa.select_reduce")
+        raise tr.fail(KernelError, msg) if tr is not None else KernelError(msg)
 
     # --- values (debugging) --------------------------------------------------------------------
     def values(self) -> np.ndarray | None:

@@ -92,15 +92,43 @@ def current(what: str = "this NKI call") -> Tracer:
     """
     tracer = _ACTIVE.get()
     if tracer is None:
+        if what == "this NKI call":
+            what = _api_name() or what
         raise SimulatorError(
             f"{what} can only run inside a kernel launched through nki.jit, "
             "nki.simulate_kernel or neuroncore_sim.simulate")
     return tracer
 
 
+def _api_name() -> str | None:
+    """Name of the package function the user called (the outermost frame inside the package)."""
+    frame = sys._getframe(2)
+    name = None
+    while frame is not None and frame.f_code.co_filename.startswith(_PKG_DIR):
+        name = frame.f_code.co_name
+        frame = frame.f_back  # type: ignore[assignment]
+    return name
+
+
 def active_or_none() -> Tracer | None:
     """The active tracer, or None outside a kernel."""
     return _ACTIVE.get()
+
+
+def locate_in_kernel(error: SimulatorError) -> None:
+    """Give an error raised without a location (by a helper that has no tracer at hand, like
+    ``dtypes.to_dtype``) the innermost line of its traceback outside this package: the kernel
+    line whose call failed."""
+    if error.loc is not None:
+        return
+    found = None
+    tb = error.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if not code.co_filename.startswith(_PKG_DIR):
+            found = SourceLoc(code.co_filename, tb.tb_lineno)
+        tb = tb.tb_next
+    error.locate(str(found) if found is not None else None)
 
 
 class Tracer:
