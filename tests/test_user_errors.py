@@ -14,6 +14,7 @@ import pytest
 import neuroncore_sim as ncs
 from neuroncore_sim.errors import AccessError, DTypeError, KernelError, MemorySpaceError, \
     ShapeError, SimulatorError
+import neuroncore_sim.nki.isa as nisa
 import neuroncore_sim.nki.language as nl
 
 F32 = np.float32
@@ -255,3 +256,41 @@ def test_matmul_shapes_are_checked_as_x_at_y():
     a = np.arange(128 * 64, dtype=F32).reshape(128, 64) / 1000
     b = np.arange(64 * 32, dtype=F32).reshape(64, 32) / 1000
     np.testing.assert_allclose(ncs.trace(good, a, b).outputs[0], a @ b, rtol=1e-5)
+
+
+# --- tiles made by an instruction obey the partition limit ---------------------------------------
+def test_instruction_results_have_at_most_128_partitions():
+    def bad_memset():
+        nisa.memset((129, 4), 0.0, nl.float32)  # BAD
+
+    def bad_iota():
+        nisa.iota(nl.arange(129)[:, None], nl.int32)  # BAD
+
+    def good():
+        return store(nisa.iota(nl.arange(128)[:, None], nl.int32))
+
+    msg = r"the result's partition dim \(dim 0\) must be 1..128; found shape \[129, "
+    expect_error(ShapeError, "memset: " + msg, bad_memset)
+    expect_error(ShapeError, "iota: " + msg, bad_iota)
+    np.testing.assert_array_equal(ncs.trace(good).outputs[0], np.arange(128)[:, None])
+
+
+def test_broadcast_to_a_shape_that_is_no_broadcast():
+    def bad(a):
+        nl.load(a).broadcast_to((128, 129))  # BAD
+
+    def good(a):
+        return store(nl.load(a[:, 0:1]).broadcast_to((128, 3)))
+
+    a = np.arange(128 * 4, dtype=F32).reshape(128, 4)
+    expect_error(ShapeError, r"broadcast_to: expected each dim of \[128, 4\] to be 1 or the "
+                 r"target's, found target \[128, 129\]", bad, a)
+    np.testing.assert_array_equal(ncs.trace(good, a).outputs[0], np.repeat(a[:, :1], 3, 1))
+
+
+def test_dtype_none_is_not_float64():
+    def bad():
+        nl.ndarray((128, 4), None)  # BAD
+
+    err = expect_error(DTypeError, r"nl.ndarray dtype: expected an NKI dtype .*found None$", bad)
+    assert "64-bit" not in str(err)
