@@ -294,3 +294,18 @@ def test_dtype_none_is_not_float64():
 
     err = expect_error(DTypeError, r"nl.ndarray dtype: expected an NKI dtype .*found None$", bad)
     assert "64-bit" not in str(err)
+
+
+@pytest.mark.parametrize("use, what", [
+    (lambda t: float(t[0:1, 0:1]), "float value"),
+    (lambda t: int(t[0:1, 0:1]), "int value"),
+    (lambda t: range(t[0:1, 0:1]), "int value"),
+    (lambda t: not t, "truth value"),
+])
+def test_python_values_of_a_tile_are_errors(use, what):
+    def bad(a):
+        use(nl.load(a))
+
+    err = expect_error(KernelError, rf"a tile has no Python {what}", bad, z(128, 4),
+                       line=use.__code__.co_firstlineno)
+    assert "exist only on the device" in err.message
