@@ -309,3 +309,13 @@ def test_python_values_of_a_tile_are_errors(use, what):
     err = expect_error(KernelError, rf"a tile has no Python {what}", bad, z(128, 4),
                        line=use.__code__.co_firstlineno)
     assert "exist only on the device" in err.message
+
+
+def test_a_list_argument_is_not_an_hbm_tensor():
+    def k(a):
+        return store(nl.load(a))  # BAD
+
+    expect_error(KernelError, r"load src: expected an HBM tensor, found list \(numpy arrays passed "
+                 r"to the kernel become HBM tensors", k, [[1.0, 2.0]])
+    np.testing.assert_array_equal(ncs.trace(k, np.array([[1.0, 2.0]], F32)).outputs[0],
+                                  [[1.0, 2.0]])

@@ -32,8 +32,10 @@ def load(src: Any, *, mask: Any = None, dtype: Any = None) -> NkiTensor:
     if isinstance(src, IndirectView):
         return gather(what, src, dtype, mask)
     if not isinstance(src, NkiTensor):
+        hint = (" (numpy arrays passed to the kernel become HBM tensors; a list stays a list)"
+                if isinstance(src, (list, tuple)) else "")
         raise tr.fail(KernelError, f"{what} src: expected an HBM tensor, found "
-                      f"{type(src).__name__}")
+                      f"{type(src).__name__}{hint}")
     if src.space is not MemSpace.HBM:
         raise tr.fail(MemorySpaceError, f"{what} src: expected a tensor in hbm, found "
                       f"{src.space.value} (copy between on-chip tiles with nl.copy)")
