@@ -194,18 +194,6 @@ def test_reduction_axis_out_of_range():
     np.testing.assert_allclose(ncs.trace(good, a).outputs[0], a.sum(1, keepdims=True))
 
 
-# --- outside a kernel ----------------------------------------------------------------------------
-@pytest.mark.parametrize("call, name", [
-    (lambda: nl.exp(z(2, 2)), "nl.exp"),
-    (lambda: nl.add(z(2, 2), 1.0), "nl.add"),
-    (lambda: nl.load(z(2, 2)), "load"),
-    (lambda: nl.ndarray((2, 2), nl.float32), "nl.ndarray"),
-])
-def test_nl_call_outside_a_kernel_names_the_call(call, name):
-    with pytest.raises(SimulatorError, match=rf"^{re.escape(name)} can only run inside a kernel"):
-        call()
-
-
 def test_empty_slices_are_errors_at_the_slice():
     def empty(a):
         nl.load(a[5:5])  # BAD
@@ -339,3 +327,15 @@ def test_one_element_of_hbm_is_moved_by_a_slice_not_an_int():
     out = np.zeros((2, 1), F32)
     ncs.trace(good, a, out)
     np.testing.assert_array_equal(out, [[28.0], [1.0]])
+
+
+# --- outside a kernel ----------------------------------------------------------------------------
+@pytest.mark.parametrize("call, name", [
+    (lambda: nl.exp(z(2, 2)), "nl.exp"),
+    (lambda: nl.add(z(2, 2), 1.0), "nl.add"),
+    (lambda: nl.load(z(2, 2)), "load"),
+    (lambda: nl.ndarray((2, 2), nl.float32), "nl.ndarray"),
+])
+def test_nl_call_outside_a_kernel_names_the_call(call, name):
+    with pytest.raises(SimulatorError, match=rf"^{re.escape(name)} can only run inside a kernel"):
+        call()
