@@ -34,17 +34,6 @@ from .simulate import record_launches, simulate
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-def _count(text: str) -> int:
-    """An argparse type: an integer >= 0."""
-    try:
-        n = int(text)
-    except ValueError:
-        n = -1
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, found {text!r}")
-    return n
-
-
 def _parser() -> argparse.ArgumentParser:
     base = argparse.ArgumentParser(add_help=False)
     base.add_argument("--config", metavar="NAME|FILE.toml", default=None,
@@ -59,7 +48,8 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--out", metavar="DIR", type=Path, default=None,
                         help="also write per launch: summary.json, summary.txt, events.csv, "
                              "timeline.png and trace.json (Perfetto/Chrome trace) under DIR")
-    common.add_argument("--trace-max-events", metavar="N", type=_count, default=None,
+    common.add_argument("--trace-max-events", metavar="N", type=sweep_cli.at_least(0),
+                        default=None,
                         help="with --out: keep only the first N events (in time) in trace.json "
                              "(about 220 bytes each; default: all)")
     common.add_argument("--no-progress", action="store_true",

@@ -72,6 +72,8 @@ def to_dtype(value: object, what: str = "dtype") -> np.dtype:
         if dtype_name(value) == "tfloat32":
             return tfloat32
         value = np.dtype(value.type)  # other metadata carries no meaning here: drop it
+    if value is None:  # np.dtype(None) would be float64
+        raise DTypeError(f"{what}: expected an NKI dtype ({', '.join(BY_NAME)}), found None")
     if isinstance(value, str):
         name = _ALIASES.get(value, value)
         if name in BY_NAME:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .kernel_file import UsageError
 from .sweep import PLOT_FILE, POINTS_FILE, TABLE_FILE, sweep
@@ -24,6 +24,19 @@ from .sweep_table import ENGINES
 EXIT_INTERRUPTED = 130
 #: Characters of an error message shown in the table (the full text is in sweep.csv).
 _ERROR_WIDTH = 60
+
+
+def at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse ``type=``: an integer >= ``minimum`` (else a usage error, exit status 2)."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            n = minimum - 1
+        if n < minimum:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, found {text!r}")
+        return n
+    return parse
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -43,9 +56,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--check", action="store_true",
                    help="also compute every point's values and compare them with the file's "
                         "reference() (slow for large shapes)")
-    p.add_argument("--check-max-elements", type=int, default=None, metavar="N",
+    p.add_argument("--check-max-elements", type=at_least(0), default=None, metavar="N",
                    help="check only points whose inputs hold at most N elements in all")
-    p.add_argument("--workers", type=int, default=None, metavar="N",
+    p.add_argument("--workers", type=at_least(1), default=None, metavar="N",
                    help="local worker processes (default: one per CPU; 1 = in this process)")
     p.add_argument("--executor", choices=("local", "dask"), default="local",
                    help="where points run: local processes, or a Dask cluster (--scheduler)")
@@ -54,7 +67,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="DIR", type=Path, default=None,
                    help=f"write {POINTS_FILE} (one line per finished point; a second run with "
                         f"the same DIR resumes), {TABLE_FILE} and {PLOT_FILE} under DIR")
-    p.add_argument("--top", type=int, default=20, metavar="N",
+    p.add_argument("--top", type=at_least(1), default=20, metavar="N",
                    help="rows of the table to print (default 20)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 

@@ -136,6 +136,16 @@ def test_exit_codes(argv, code, capsys):
     assert "Traceback" not in captured.err
 
 
+@pytest.mark.parametrize("flag, value, minimum", [
+    ("--workers", "0", 1), ("--top", "0", 1), ("--check-max-elements", "-1", 0),
+    ("--workers", "two", 1)])
+def test_sweep_counts_are_checked_on_the_command_line(flag, value, minimum, capsys):
+    argv = ["sweep", f"{KERNELS / 'relu.py'}", "--param", "x=1", flag, value]
+    assert cli.main(argv) == 2
+    assert f"argument {flag}: expected an integer >= {minimum}, found '{value}'" in (
+        capsys.readouterr().err)
+
+
 def test_profile_of_a_script_points_to_run(capsys):
     assert cli.main(["profile", f"{KERNELS / 'run_sample.py'}"]) == 2
     assert "found neither; name one as FILE.py::KERNEL, or time a script with `neuroncore-sim " \

@@ -153,7 +153,7 @@ def test_sample_inputs_are_left_unchanged() -> None:
 
 
 def test_run_sample_script() -> None:
-    """The README's quick-start script runs and reports a correct result."""
+    """kernels/run_sample.py (the README's sample script) runs and reports a correct result."""
     # The script expects an installed package; point it at this checkout in case it is not.
     repo = str(KERNEL_DIR.parent)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(

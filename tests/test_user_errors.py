@@ -14,6 +14,7 @@ import pytest
 import neuroncore_sim as ncs
 from neuroncore_sim.errors import AccessError, DTypeError, KernelError, MemorySpaceError, \
     ShapeError, SimulatorError
+import neuroncore_sim.nki.isa as nisa
 import neuroncore_sim.nki.language as nl
 
 F32 = np.float32
@@ -193,18 +194,6 @@ def test_reduction_axis_out_of_range():
     np.testing.assert_allclose(ncs.trace(good, a).outputs[0], a.sum(1, keepdims=True))
 
 
-# --- outside a kernel ----------------------------------------------------------------------------
-@pytest.mark.parametrize("call, name", [
-    (lambda: nl.exp(z(2, 2)), "nl.exp"),
-    (lambda: nl.add(z(2, 2), 1.0), "nl.add"),
-    (lambda: nl.load(z(2, 2)), "load"),
-    (lambda: nl.ndarray((2, 2), nl.float32), "nl.ndarray"),
-])
-def test_nl_call_outside_a_kernel_names_the_call(call, name):
-    with pytest.raises(SimulatorError, match=rf"^{re.escape(name)} can only run inside a kernel"):
-        call()
-
-
 def test_empty_slices_are_errors_at_the_slice():
     def empty(a):
         nl.load(a[5:5])  # BAD
@@ -255,3 +244,98 @@ def test_matmul_shapes_are_checked_as_x_at_y():
     a = np.arange(128 * 64, dtype=F32).reshape(128, 64) / 1000
     b = np.arange(64 * 32, dtype=F32).reshape(64, 32) / 1000
     np.testing.assert_allclose(ncs.trace(good, a, b).outputs[0], a @ b, rtol=1e-5)
+
+
+# --- tiles made by an instruction obey the partition limit ---------------------------------------
+def test_instruction_results_have_at_most_128_partitions():
+    def bad_memset():
+        nisa.memset((129, 4), 0.0, nl.float32)  # BAD
+
+    def bad_iota():
+        nisa.iota(nl.arange(129)[:, None], nl.int32)  # BAD
+
+    def good():
+        return store(nisa.iota(nl.arange(128)[:, None], nl.int32))
+
+    msg = r"the result's partition dim \(dim 0\) must be 1..128; found shape \[129, "
+    expect_error(ShapeError, "memset: " + msg, bad_memset)
+    expect_error(ShapeError, "iota: " + msg, bad_iota)
+    np.testing.assert_array_equal(ncs.trace(good).outputs[0], np.arange(128)[:, None])
+
+
+def test_broadcast_to_a_shape_that_is_no_broadcast():
+    def bad(a):
+        nl.load(a).broadcast_to((128, 129))  # BAD
+
+    def good(a):
+        return store(nl.load(a[:, 0:1]).broadcast_to((128, 3)))
+
+    a = np.arange(128 * 4, dtype=F32).reshape(128, 4)
+    expect_error(ShapeError, r"broadcast_to: expected each dim of \[128, 4\] to be 1 or the "
+                 r"target's, found target \[128, 129\]", bad, a)
+    np.testing.assert_array_equal(ncs.trace(good, a).outputs[0], np.repeat(a[:, :1], 3, 1))
+
+
+def test_dtype_none_is_not_float64():
+    def bad():
+        nl.ndarray((128, 4), None)  # BAD
+
+    err = expect_error(DTypeError, r"nl.ndarray dtype: expected an NKI dtype .*found None$", bad)
+    assert "64-bit" not in str(err)
+
+
+@pytest.mark.parametrize("use, what", [
+    (lambda t: float(t[0:1, 0:1]), "float value"),
+    (lambda t: int(t[0:1, 0:1]), "int value"),
+    (lambda t: range(t[0:1, 0:1]), "int value"),
+    (lambda t: not t, "truth value"),
+])
+def test_python_values_of_a_tile_are_errors(use, what):
+    def bad(a):
+        use(nl.load(a))
+
+    err = expect_error(KernelError, rf"a tile has no Python {what}", bad, z(128, 4),
+                       line=use.__code__.co_firstlineno)
+    assert "exist only on the device" in err.message
+
+
+def test_a_list_argument_is_not_an_hbm_tensor():
+    def k(a):
+        return store(nl.load(a))  # BAD
+
+    expect_error(KernelError, r"load src: expected an HBM tensor, found list \(numpy arrays passed "
+                 r"to the kernel become HBM tensors", k, [[1.0, 2.0]])
+    np.testing.assert_array_equal(ncs.trace(k, np.array([[1.0, 2.0]], F32)).outputs[0],
+                                  [[1.0, 2.0]])
+
+
+def test_one_element_of_hbm_is_moved_by_a_slice_not_an_int():
+    def bad_load(a):
+        nl.load(a[3, 4])  # BAD
+
+    def bad_store(a):
+        nl.store(a[0, 0], 1.0)  # BAD
+
+    def good(a, out):  # an output-argument kernel
+        nl.store(out[0:1, 0:1], value=nl.load(a[3:4, 4:5]))
+        nl.store(out[1:2, 0:1], 1.0)
+
+    a = np.arange(64, dtype=F32).reshape(8, 8)
+    msg = r"expected a region with at least one axis, found a single element"
+    expect_error(ShapeError, "load src: " + msg, bad_load, a)
+    expect_error(ShapeError, "store dst: " + msg, bad_store, a)
+    out = np.zeros((2, 1), F32)
+    ncs.trace(good, a, out)
+    np.testing.assert_array_equal(out, [[28.0], [1.0]])
+
+
+# --- outside a kernel ----------------------------------------------------------------------------
+@pytest.mark.parametrize("call, name", [
+    (lambda: nl.exp(z(2, 2)), "nl.exp"),
+    (lambda: nl.add(z(2, 2), 1.0), "nl.add"),
+    (lambda: nl.load(z(2, 2)), "load"),
+    (lambda: nl.ndarray((2, 2), nl.float32), "nl.ndarray"),
+])
+def test_nl_call_outside_a_kernel_names_the_call(call, name):
+    with pytest.raises(SimulatorError, match=rf"^{re.escape(name)} can only run inside a kernel"):
+        call()

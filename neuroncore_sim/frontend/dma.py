@@ -32,11 +32,14 @@ def load(src: Any, *, mask: Any = None, dtype: Any = None) -> NkiTensor:
     if isinstance(src, IndirectView):
         return gather(what, src, dtype, mask)
     if not isinstance(src, NkiTensor):
+        hint = (" (numpy arrays passed to the kernel become HBM tensors; a list stays a list)"
+                if isinstance(src, (list, tuple)) else "")
         raise tr.fail(KernelError, f"{what} src: expected an HBM tensor, found "
-                      f"{type(src).__name__}")
+                      f"{type(src).__name__}{hint}")
     if src.space is not MemSpace.HBM:
         raise tr.fail(MemorySpaceError, f"{what} src: expected a tensor in hbm, found "
                       f"{src.space.value} (copy between on-chip tiles with nl.copy)")
+    _not_one_element(tr, what, "src", src)
     shape = src.shape if src.ndim >= 2 else src.shape + (1,)
     if shape[0] > tr.config.num_partitions:
         raise tr.fail(ShapeError, f"{what}: the first axis becomes the partition dim; expected "
@@ -96,6 +99,7 @@ def store(dst: Any, value: Any, *, mask: Any = None) -> None:
     if not isinstance(dst, NkiTensor) or dst.space is not MemSpace.HBM:
         found = dst.space.value if isinstance(dst, NkiTensor) else type(dst).__name__
         raise tr.fail(MemorySpaceError, f"{what} dst: expected a tensor in hbm, found {found}")
+    _not_one_element(tr, what, "dst", dst)
     if not isinstance(value, NkiTensor):
         from . import language as nl
         value = nl.full(dst.shape, value, dst.dtype)
@@ -103,6 +107,13 @@ def store(dst: Any, value: Any, *, mask: Any = None) -> None:
         from .isa import tensor_copy
         value = tensor_copy(value)
     dma_move(what, dst, value, mask, None)
+
+
+def _not_one_element(tr: Any, what: str, role: str, t: NkiTensor) -> None:
+    # a[3] of a 1-D tensor (or a[3, 4]) is a 0-d view, which no DMA moves as a tile
+    if t.ndim == 0:
+        raise tr.fail(ShapeError, f"{what} {role}: expected a region with at least one axis, "
+                      "found a single element (index with a slice, a[3:4], to move one)")
 
 
 def dma_move(what: str, dst: NkiTensor, src: NkiTensor, mask: Any, rmw: str | None) -> None:

@@ -309,11 +309,15 @@ def broadcast_to(src: Any, shape: Any, **_: Any) -> NkiTensor:
     if len(shape) != src.ndim:
         raise tr.fail(ShapeError, f"broadcast_to: expected a shape with {src.ndim} dims, found "
                       f"{list(shape)}")
+    if builtins.any(n not in (1, m) for n, m in zip(src.shape, shape)):
+        raise tr.fail(ShapeError, f"broadcast_to: expected each dim of {list(src.shape)} to be "
+                      f"1 or the target's, found target {list(shape)}")
     if src.shape[0] == shape[0]:
         return nisa.tensor_copy(src.with_shape(shape))
-    if src.shape[0] != 1 or src.ndim != 2:
-        raise tr.fail(ShapeError, f"broadcast_to: the partition dim broadcasts from 1 only, and "
-                      f"for 2-D tiles; found {list(src.shape)} -> {list(shape)}")
+    if src.ndim != 2 or src.shape[1] != shape[1]:
+        raise tr.fail(ShapeError, f"broadcast_to: the partition dim broadcasts (from 1) only "
+                      f"for 2-D tiles with the free size unchanged; found {list(src.shape)} -> "
+                      f"{list(shape)}")
     from .language import ndarray
     m, f = shape
     ones = nisa.memset((1, m), 1.0, src.dtype)

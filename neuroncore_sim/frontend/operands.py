@@ -153,6 +153,9 @@ def issue(what: str, opcode: Opcode, engine: Engine, out_shape: tuple[int, ...],
     tr = _tracer.current(what)
     loc = tr.user_loc()
     out_shape = tuple(int(s) for s in out_shape)
+    if out_shape and not 1 <= out_shape[0] <= tr.config.num_partitions:
+        raise tr.fail(ShapeError, f"{what}: the result's partition dim (dim 0) must be 1.."
+                      f"{tr.config.num_partitions}; found shape {list(out_shape)}")
     box, residual, empty = mask_box(mask, out_shape)
     if empty:
         # The compiler drops a fully masked instruction; the result tile is left unwritten.

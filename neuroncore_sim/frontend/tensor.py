@@ -339,12 +339,20 @@ class NkiTensor:
     def __len__(self) -> int:
         return self.shape[0] if self.shape else 0
 
+    # A tile's values exist only on the device: Python control flow cannot depend on them.
+    # (`if tile > 0:` would otherwise take one branch for every element, silently.)
     def __bool__(self) -> bool:
-        # `if tile > 0:` would otherwise take one branch for every element, silently
-        tr = _tracer.active_or_none()
-        msg = ("a tile has no Python truth value (if / and / or / not on a tile); its values "
-               "exist only on the device: use nl.where, a mask=, or nisa.select_reduce")
-        raise tr.fail(KernelError, msg) if tr is not None else KernelError(msg)
+        raise _host_value("truth value (if / and / or / not on a tile)",
+                          "nl.where, a mask=, or nisa.select_reduce")
+
+    def __int__(self) -> int:
+        raise _host_value("int value", "a runtime offset, t[ix, idx[0, i] + iy] (docs/"
+                          "frontend.md, runtime offsets), or an index tile, t[idx_tile, ...]")
+
+    __index__ = __int__
+
+    def __float__(self) -> float:
+        raise _host_value("float value", "tile arithmetic (nl.multiply etc.)")
 
     # --- values (debugging) --------------------------------------------------------------------
     def values(self) -> np.ndarray | None:
@@ -399,6 +407,13 @@ class NkiTensor:
     def __isub__(self, o: Any) -> NkiTensor: return _nl.accumulate(self, o, "subtract")
     def __imul__(self, o: Any) -> NkiTensor: return _nl.accumulate(self, o, "multiply")
     def __itruediv__(self, o: Any) -> NkiTensor: return _nl.accumulate(self, o, "divide")
+
+
+def _host_value(what: str, instead: str) -> KernelError:
+    """The error for using a tile's device values as a Python value."""
+    msg = f"a tile has no Python {what}: its values exist only on the device; use {instead}"
+    tr = _tracer.active_or_none()
+    return tr.fail(KernelError, msg) if tr is not None else KernelError(msg)  # type: ignore
 
 
 from . import language as _nl  # noqa: E402  (operators forward to nl; cyclic by design)

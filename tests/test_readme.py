@@ -1,0 +1,43 @@
+"""README.md stays true: its first kernel runs as printed, the files and command-line flags it
+names exist."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from neuroncore_sim import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+def test_first_kernel_snippet_runs(capsys):
+    code = re.findall(r"```python\n(.*?)```", README, re.S)[0]
+    namespace: dict = {"__name__": "readme_snippet"}
+    exec(compile(code, "README.md", "exec"), namespace)
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == "0.0"  # the max error the comment promises
+    assert re.fullmatch(r"\d+\.\d\d us", printed[1])
+    res, x, scale = namespace["res"], namespace["x"], namespace["scale"]
+    np.testing.assert_array_equal(res.outputs[0], x * scale)
+    assert {"engine", "opcode", "start_ns", "end_ns", "source"} <= set(res.events.columns)
+
+
+def test_named_files_exist():
+    named = set(re.findall(r"`((?:kernels|docs|neuroncore_sim)/[\w./]+)`", README))
+    named |= {f"kernels/{f}" for f in re.findall(r"^\| `(\w+\.py)` \|", README, re.M)}
+    assert named, "the README names no files?"
+    assert [n for n in sorted(named) if not (ROOT / n).exists()] == []
+
+
+def test_documented_flags_exist(capsys):
+    flags = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", README))
+    helps = ""
+    for command in ("run", "profile", "sweep"):
+        assert cli.main([command, "--help"]) == 0
+        helps += capsys.readouterr().out
+    assert {"--out", "--config", "--timing-only", "--workers"} <= flags
+    assert [f for f in sorted(flags) if f not in helps] == []
