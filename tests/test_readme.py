@@ -39,5 +39,7 @@ def test_documented_flags_exist(capsys):
     for command in ("run", "profile", "sweep"):
         assert cli.main([command, "--help"]) == 0
         helps += capsys.readouterr().out
+    # pytest options the cycle-regression plugin registers count too
+    helps += (ROOT / "neuroncore_sim" / "pytest_plugin.py").read_text()
     assert {"--out", "--config", "--timing-only", "--workers"} <= flags
     assert [f for f in sorted(flags) if f not in helps] == []
