@@ -68,7 +68,9 @@ def tile_lives(program: Program, timing: TimingResult, config: NeuronCoreConfig
     first: dict[int, float] = {}
     last: dict[int, float] = {}
     for ins in program.instructions:
-        t_end = ends.get(ins.id, 0.0)
+        if ins.id not in ends:
+            continue  # not timed (a PSUM zeros memset folded into its first matmul): never ran
+        t_end = ends[ins.id]
         t_start = starts.get(ins.id, t_end)
         for a, _ in ins.accesses():
             tid = a.tensor.id

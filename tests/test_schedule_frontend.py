@@ -86,6 +86,20 @@ def test_psum_zeros_that_are_read_keep_their_memset():
     assert [e.engine for e in res.timing.events if e.opcode == "memset"] == ["vector"]
 
 
+def test_folded_zeros_do_not_make_psum_tiles_live_from_time_zero():
+    # A folded memset never runs: the tile's life starts at its first matmul, so the memory
+    # summary's PSUM peak stays within the banks the rings give it.
+    from neuroncore_sim.ir import MemSpace
+    from neuroncore_sim.tile_memory import tile_lives
+    res = ncs.simulate(zeroed_accumulators, nt.tensor[[128, 128], nl.bfloat16],
+                       nt.tensor[[128, 2048], nl.bfloat16], functional=False)
+    psum = [x for x in tile_lives(res.program, res.timing, res.config) if x.space is MemSpace.PSUM]
+    first_matmul = min(e.start_ns for e in res.timing.events  # its LoadStationary, if any
+                       if e.opcode in ("load_stationary", "multiply_moving"))
+    assert len(psum) == 4 and all(x.start_ns >= first_matmul for x in psum)
+    assert res.summary()["memory"]["psum"]["peak_at_ns"] >= first_matmul
+
+
 def test_folded_zeros_still_give_zeros_before_accumulating():
     import numpy as np
     lhsT = np.ones((128, 128), np.float32)
