@@ -256,10 +256,9 @@ shape: it runs at its only shape, [128 x 128] x [128 x 512] (M x K x N = 128 x 1
    BLOCK_M * BLOCK_N * 2 KiB, of 176 KiB usable. lhsT is read 16 / BLOCK_N times, rhs
    32 / BLOCK_M times.
 
-The grids: every `blocked_free` block with BLOCK_M * BLOCK_N <= 8 and BLOCK_M >= BLOCK_N or
-BLOCK_N a power of two up to 8, plus (4, 4), which the kernel's own guard rejects (16 PSUM
-accumulators); for `blocked_all`, blocks around (8, 2, 8) varying one factor at a time, plus
-three that cannot fit SBUF.
+The grids: for `blocked_free`, the power-of-two blocks with BLOCK_M * BLOCK_N <= 8 but (1, 4),
+plus (4, 4), which the kernel's own guard rejects (16 PSUM accumulators); for `blocked_all`,
+blocks around (8, 2, 8) varying one factor at a time, plus three that cannot fit SBUF.
 """
 TABLE_NOTES = """Latency in ms unless marked us; failed points last. *TensorE busy*: share of the
 latency TensorE executes matmuls. *MFU*: the TensorE FLOPs bound (every matmul at the bf16
