@@ -19,6 +19,7 @@ from ..errors import DTypeError, KernelError, MemorySpaceError, ShapeError, Unsu
 from ..ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
 from .indexing import IndexExpr, MaskExpr
+from .operands import fail as _fail, require_tile as _tile
 from .operands import engine_arg, issue, op_name, scalar_value, shape_arg
 from . import rng as _rng
 from .tensor import NkiTensor
@@ -77,16 +78,6 @@ dropout = _rng.dropout  # nisa.dropout: VectorE, max(MIN_II, N) (defined with nl
 def get_nc_version() -> nc_version:
     """The simulated core's generation: always NeuronCore-v2."""
     return nc_version.gen2
-
-
-def _fail(cls: type, msg: str) -> Exception:
-    return _tracer.current().fail(cls, msg)
-
-
-def _tile(x: Any, what: str) -> NkiTensor:
-    if not isinstance(x, NkiTensor):
-        raise _fail(KernelError, f"{what}: expected a tile, found {type(x).__name__}")
-    return x
 
 
 def _out_dtype(dtype: Any, *inputs: np.dtype) -> np.dtype:

@@ -18,6 +18,7 @@ from ..errors import AccessError, DTypeError, KernelError, MemorySpaceError, Sha
     UnsupportedError
 from ..ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
+from .operands import fail as _fail, require_tile as _tile
 from .operands import issue, issue_into, mask_box, op_name, operand, scalar_value
 from .tensor import NkiTensor
 
@@ -56,16 +57,6 @@ def v3_error(name: str) -> UnsupportedError:
     msg = f"{name} is not available on NeuronCore-v2 (NeuronCore-v3 or later)"
     tr = _tracer.active_or_none()
     return tr.fail(UnsupportedError, msg) if tr is not None else UnsupportedError(msg)  # type: ignore[return-value]
-
-
-def _fail(cls: type, msg: str) -> Exception:
-    return _tracer.current().fail(cls, msg)
-
-
-def _tile(x: Any, what: str) -> NkiTensor:
-    if not isinstance(x, NkiTensor):
-        raise _fail(KernelError, f"{what}: expected a tile, found {type(x).__name__}")
-    return x
 
 
 def _free(t: NkiTensor) -> int:

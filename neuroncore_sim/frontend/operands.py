@@ -115,6 +115,18 @@ def start_partition_error(acc: Access) -> str | None:
             f"(rows {start}..{start + p - 1} of {acc.tensor.name})")
 
 
+def fail(cls: type, msg: str) -> Exception:
+    """An error of type ``cls`` at the current kernel line (to ``raise``)."""
+    return _tracer.current().fail(cls, msg)
+
+
+def require_tile(x: Any, what: str) -> NkiTensor:
+    """``x`` when it is a tile (an NkiTensor), else a KernelError at the kernel line."""
+    if not isinstance(x, NkiTensor):
+        raise fail(KernelError, f"{what}: expected a tile, found {type(x).__name__}")
+    return x
+
+
 def operand(t: Any, what: str, spaces: tuple[MemSpace, ...] = ON_CHIP,
             engine: Engine | None = None) -> Access:
     """Check a tensor operand (type, memory, bounds, partition layout); return its access.
