@@ -1,45 +1,60 @@
-"""Deferred PSUM accumulation chains: many ``nc_matmul`` into one PSUM region, one GEMM.
+"""Deferred PSUM accumulation chains: many ``nc_matmul`` into PSUM, few large GEMMs.
 
 A tiled matmul accumulates K/128 products into each PSUM tile: ``psum[M, N] += s_k.T @ m_k``.
 Computed one at a time these are small GEMMs (at most 128 x 128 x 512) that numpy's BLAS runs at
-a fraction of its large-GEMM rate. The PSUM result is the same sum, so the executor holds a chain
-back and evaluates it when its value is first needed, as one tall GEMM:
+a fraction of its large-GEMM rate. The PSUM result is the same sum, so the executor holds each
+chain back and evaluates it when its value is first needed, as one tall GEMM
 ``concat_k(s_k).T @ concat_k(m_k)``.
+
+Chains are evaluated in *batches*: when one chain is needed, every pending chain that shares its
+stationary sequence or its moving sequence (the other accumulators of a blocked matmul, which
+the kernel fills in the same K loop) is evaluated with it. A batch whose chains form a grid
+(stationary sequences S_1..S_a, moving sequences M_1..M_b, a chain for each pair) is one GEMM
+``concat(S_i).T @ concat(M_j)`` whose blocks go to the chains' PSUM regions: a [512 x 1024]
+output block of a blocked matmul is one GEMM, not eight, and each operand tile is converted to
+float32 once, not once per chain that reads it.
 
 Holding the operands (live views of their SBUF tiles) is safe because the executor shows every
 other instruction to :meth:`PsumChains.before` first: an instruction that touches a chain's PSUM
 tensor, or writes a tensor a chain reads, makes that chain evaluate first, so evaluation happens
-in program order with the operands' values of that time. Pending chains into one tensor never
-overlap: starting a chain first evaluates every pending chain whose region it overlaps, so the
-order chains are evaluated in never matters. Results equal the one-at-a-time
-evaluation up to float32 summation order: the hardware adds the K products into PSUM in issue
-order, BLAS sums the concatenated K in its own blocked order; both accumulate in float32
-(docs/model.md, "Functional values").
+with the operands' values of the matmuls' time. Two operand views with the same access pattern
+therefore hold the same values while chains are pending, which is what lets a batch share them.
+Pending chains into one tensor never overlap (starting a chain first evaluates every pending
+chain whose region it overlaps), so evaluating a chain early, or chains in any order, gives the
+same PSUM contents. Results equal the one-at-a-time evaluation up to float32 summation order:
+the hardware adds the K products into PSUM in issue order, BLAS sums the concatenated K in its
+own blocked order; both accumulate in float32 (docs/model.md, "Functional values").
 """
 
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from .ir import Access, TensorDecl
 from .memory import Memory
 
 _F32 = np.dtype(np.float32)
-#: Bytes of float32 operands one chain may hold before it is evaluated early (bounds the
-#: concatenation buffers; 64 MiB is a 16384-deep chain of 512-wide moving tiles).
-MAX_CHAIN_BYTES = 64 * 1024 * 1024
+#: Bytes of float32 operands all pending chains may hold before they are evaluated early (bounds
+#: the concatenation buffers; 64 MiB is a 16384-deep chain of 512-wide moving tiles).
+MAX_PENDING_BYTES = 64 * 1024 * 1024
 
 
 class _Chain:
-    """The pending matmuls into one PSUM region, in issue order."""
+    """The pending matmuls into one PSUM region, in issue order, with the operand access
+    patterns that identify their sequences (``skeys`` / ``mkeys``)."""
 
-    __slots__ = ("dst", "accumulate", "stationary", "moving", "nbytes")
+    __slots__ = ("dst", "accumulate", "stationary", "moving", "skeys", "mkeys", "shash",
+                 "mhash", "nbytes")
 
     def __init__(self, dst: Access, accumulate: bool) -> None:
         self.dst = dst
         self.accumulate = accumulate  # the first matmul adds into PSUM (True) or overwrites it
         self.stationary: list[np.ndarray] = []  # [K_i, M] views of SBUF tiles
         self.moving: list[np.ndarray] = []  # [K_i, N] views of SBUF tiles
+        self.skeys: list[tuple] = []  # (tensor, offset, pattern) of each stationary operand
+        self.mkeys: list[tuple] = []
+        self.shash = self.mhash = 0  # running hashes of the key sequences (cheap grouping)
         self.nbytes = 0
 
 
@@ -58,6 +73,7 @@ class PsumChains:
         self._readers: dict[TensorDecl, set[TensorDecl]] = {}
         #: reused float32 buffers by shape (fresh multi-MiB arrays cost page faults every time)
         self._buffers: dict[tuple[int, int, int], np.ndarray] = {}
+        self._nbytes = 0  # float32 bytes the pending chains' operands would take
 
     def __bool__(self) -> bool:
         return bool(self._by_dst)
@@ -74,19 +90,28 @@ class PsumChains:
         chain = chains.get(key) if chains else None
         if chain is None or not accumulate:
             if chains:  # overlapping pending writes to the same tensor must land first
-                for other in [c for c in chains.values() if c.dst.overlaps(dst)]:
-                    self._evaluate(other)
+                overlapping = [c for c in chains.values() if c.dst.overlaps(dst)]
+                if overlapping:
+                    self._evaluate(overlapping)
             chain = _Chain(dst, accumulate)
             self._by_dst.setdefault(dst.tensor, {})[key] = chain
         view = self._memory.view
         s, m = view(stationary), view(moving)
         chain.stationary.append(s.reshape(s.shape[0], -1) if s.ndim != 2 else s)
         chain.moving.append(m.reshape(m.shape[0], -1) if m.ndim != 2 else m)
+        skey = (stationary.tensor, stationary.offset, stationary.pattern)
+        mkey = (moving.tensor, moving.offset, moving.pattern)
+        chain.skeys.append(skey)
+        chain.mkeys.append(mkey)
+        chain.shash = hash((chain.shash, skey))
+        chain.mhash = hash((chain.mhash, mkey))
         for t in (stationary.tensor, moving.tensor):
             self._readers.setdefault(t, set()).add(dst.tensor)
-        chain.nbytes += 4 * (s.size + m.size)
-        if chain.nbytes > MAX_CHAIN_BYTES:
-            self._evaluate(chain)
+        nbytes = 4 * (s.size + m.size)
+        chain.nbytes += nbytes
+        self._nbytes += nbytes
+        if self._nbytes > MAX_PENDING_BYTES:
+            self.flush()
 
     def before(self, reads: list[Access], writes: list[Access]) -> None:
         """Evaluate the chains an instruction with these operands depends on or would clobber."""
@@ -105,7 +130,9 @@ class PsumChains:
     def drop(self, psum: TensorDecl) -> None:
         """Discard the pending chains into ``psum``: the kernel can no longer name the tile, so
         nothing will ever read what they would write."""
-        if self._by_dst.pop(psum, None) is not None:
+        chains = self._by_dst.pop(psum, None)
+        if chains is not None:
+            self._nbytes -= sum(c.nbytes for c in chains.values())
             self._forget_readers(psum)
 
     def reads(self, decl: TensorDecl) -> bool:
@@ -113,46 +140,109 @@ class PsumChains:
         return bool(self._readers.get(decl))
 
     def flush_tensor(self, psum: TensorDecl) -> None:
-        """Evaluate every pending chain into ``psum``, in the order they were started."""
-        for chain in list(self._by_dst.get(psum, {}).values()):
-            self._evaluate(chain)
+        """Evaluate every pending chain into ``psum`` (and the chains that batch with them)."""
+        chains = self._by_dst.get(psum)
+        if chains:
+            self._evaluate(list(chains.values()))
 
     def flush(self) -> None:
         """Evaluate every pending chain."""
-        for psum in list(self._by_dst):
-            self.flush_tensor(psum)
+        pending = [c for chains in self._by_dst.values() for c in chains.values()]
+        if pending:
+            self._evaluate(pending)
 
-    def _evaluate(self, chain: _Chain) -> None:
-        """Compute one chain as a single GEMM and write it into its PSUM region."""
+    # --- evaluation ------------------------------------------------------------------------------
+
+    def _evaluate(self, needed: list[_Chain]) -> None:
+        """Evaluate ``needed`` and every pending chain sharing an operand sequence with them,
+        one GEMM per grid, and write the results into PSUM."""
+        batch = self._batch(needed)
+        for chain in batch:
+            self._unlink(chain)
+        for rows, cols, cells in _grids(batch):
+            self._gemm(rows, cols, cells)
+
+    def _batch(self, needed: list[_Chain]) -> list[_Chain]:
+        """``needed`` plus the pending chains linked to it by a shared stationary or moving
+        sequence (transitively), in creation order of the PSUM index."""
+        pending = [c for chains in self._by_dst.values() for c in chains.values()]
+        if len(pending) == len(needed):
+            return needed
+        shashes = {c.shash for c in needed}
+        mhashes = {c.mhash for c in needed}
+        chosen = {id(c) for c in needed}
+        grew = True
+        while grew:
+            grew = False
+            for c in pending:
+                if id(c) not in chosen and (c.shash in shashes or c.mhash in mhashes):
+                    chosen.add(id(c))
+                    shashes.add(c.shash)
+                    mhashes.add(c.mhash)
+                    grew = True
+        return [c for c in pending if id(c) in chosen]
+
+    def _unlink(self, chain: _Chain) -> None:
+        """Remove ``chain`` from the pending indexes."""
         dst = chain.dst
         chains = self._by_dst[dst.tensor]
         del chains[(dst.offset, dst.pattern)]
+        self._nbytes -= chain.nbytes
         if not chains:
             del self._by_dst[dst.tensor]
             self._forget_readers(dst.tensor)
-        if len(chain.stationary) == 1:
-            s, m = chain.stationary[0], chain.moving[0]
-        else:
-            s = self._concat(chain.stationary, 0)
-            m = self._concat(chain.moving, 1)
-        s = s.astype(_F32, copy=False)
-        m = m.astype(_F32, copy=False)
-        out = self._memory.view(dst) if chain.accumulate else self._memory.view_for_write(dst)
-        result = np.matmul(s.T, m, out=self._buffer(2, (s.shape[1], m.shape[1])))
-        if chain.accumulate:
-            np.add(out, result.reshape(out.shape), out=out)
-        else:
-            np.copyto(out, result.reshape(out.shape))
 
-    def _concat(self, parts: list[np.ndarray], slot: int) -> np.ndarray:
-        """Stack ``[K_i, F]`` operands along K into a reused float32 buffer (converting on the
-        way: bf16 / fp8 tiles become float32 in the same pass)."""
-        buf = self._buffer(slot, (sum(p.shape[0] for p in parts), parts[0].shape[1]))
+    def _gemm(self, rows: list[_Chain], cols: list[_Chain],
+              cells: list[tuple[_Chain, int, int]]) -> None:
+        """One GEMM for a grid: ``rows`` carry the stationary sequences, ``cols`` the moving
+        ones; ``cells`` are (chain, row, col)."""
+        if len(rows) == 1 and len(cols) == 1 and len(rows[0].stationary) == 1:
+            s = rows[0].stationary[0].astype(_F32, copy=False)
+            m = cols[0].moving[0].astype(_F32, copy=False)
+            m_offsets, n_offsets = [0, s.shape[1]], [0, m.shape[1]]
+        else:
+            s, m_offsets = self._concat(rows, 0)
+            m, n_offsets = self._concat(cols, 1)
+        result = np.matmul(s.T, m, out=self._buffer(2, (s.shape[1], m.shape[1])))
+        for chain, i, j in cells:
+            block = result[m_offsets[i]:m_offsets[i + 1], n_offsets[j]:n_offsets[j + 1]]
+            view = self._memory.view
+            out = view(chain.dst) if chain.accumulate else self._memory.view_for_write(chain.dst)
+            if block.shape != out.shape:
+                block = block.reshape(out.shape)
+            if chain.accumulate:
+                np.add(out, block, out=out)
+            else:
+                np.copyto(out, block)
+
+    def _concat(self, chains: list[_Chain], slot: int) -> tuple[np.ndarray, list[int]]:
+        """Stack each chain's stationary (slot 0) or moving (slot 1) sequence of ``[K_i, F]``
+        operands along K, and the sequences side by side along F, into a reused float32 buffer
+        (converting on the way: bf16 / fp8 tiles become float32 in the same pass). Returns the
+        buffer and the F offsets of the sequences.
+
+        Pieces of one K step that lie side by side in one tile (``moving[:, 0:512]``,
+        ``moving[:, 512:1024]``, ...) are copied as one wider piece."""
+        seqs = [c.stationary if slot == 0 else c.moving for c in chains]
+        keys = [c.skeys if slot == 0 else c.mkeys for c in chains]
+        offsets = [0]
+        for seq in seqs:
+            offsets.append(offsets[-1] + seq[0].shape[1])
+        buf = self._buffer(slot, (sum(p.shape[0] for p in seqs[0]), offsets[-1]))
         k = 0
-        for p in parts:
-            np.copyto(buf[k:k + p.shape[0]], p, casting="unsafe")
-            k += p.shape[0]
-        return buf
+        for step, first in enumerate(seqs[0]):
+            rows = first.shape[0]
+            j = 0
+            while j < len(seqs):
+                piece, end = seqs[j][step], j + 1
+                while end < len(seqs) and _adjacent(keys[end - 1][step], keys[end][step]):
+                    end += 1
+                if end > j + 1:  # one strided view over the run of pieces
+                    piece = as_strided(piece, (rows, offsets[end] - offsets[j]), piece.strides)
+                np.copyto(buf[k:k + rows, offsets[j]:offsets[end]], piece, casting="unsafe")
+                j = end
+            k += rows
+        return buf, offsets
 
     def _buffer(self, slot: int, shape: tuple[int, int]) -> np.ndarray:
         """A reused float32 scratch array: slot 0 stationary, 1 moving, 2 result."""
@@ -168,3 +258,41 @@ class PsumChains:
             readers.discard(psum)
             if not readers:
                 del self._readers[t]
+
+
+def _grids(batch: list[_Chain]) -> list[tuple[list[_Chain], list[_Chain], list]]:
+    """Split a batch into grids: chains grouped by stationary sequence, and stationary groups
+    with the same list of moving sequences form one grid. Returns (row representatives, column
+    representatives, cells (chain, row, col)) per grid."""
+    by_s: dict[tuple, list[_Chain]] = {}
+    for c in batch:
+        by_s.setdefault(tuple(c.skeys), []).append(c)
+    grids: dict[tuple, tuple[list, list, list]] = {}
+    for group in by_s.values():
+        col_keys: list[tuple] = []
+        col_of: dict[tuple, int] = {}
+        for c in group:
+            mk = tuple(c.mkeys)
+            if mk not in col_of:
+                col_of[mk] = len(col_keys)
+                col_keys.append(mk)
+        rows, cols, cells = grids.setdefault(tuple(col_keys), ([], [], []))
+        if not cols:
+            first = {}
+            for c in group:
+                first.setdefault(col_of[tuple(c.mkeys)], c)
+            cols.extend(first[j] for j in range(len(col_keys)))
+        i = len(rows)
+        rows.append(group[0])
+        cells.extend((c, i, col_of[tuple(c.mkeys)]) for c in group)
+    return list(grids.values())
+
+
+def _adjacent(left: tuple, right: tuple) -> bool:
+    """True when operand ``right`` continues ``left`` along the free dim of the same tile: both
+    ``[K, F]`` with unit free stride, same partitions, ``right`` starting where ``left`` ends.
+    The run of both is then one ``[K, F_left + F_right]`` view of the tile."""
+    lt, lo, lp = left
+    rt, ro, rp = right
+    return (lt is rt and len(lp) == 2 and len(rp) == 2 and lp[0] == rp[0] and lp[1][0] == 1
+            and rp[1][0] == 1 and ro == lo + lp[1][1])

@@ -5,63 +5,25 @@ Instructions are built by hand (no front end): a TensorDecl per tile, an Access 
 
 from __future__ import annotations
 
-import itertools
-
-import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
+from exec_helpers import BF16, F32, acc, decl, ins, rect, tile
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neuroncore_sim import dtypes as D
 from neuroncore_sim.config import TRN1
 from neuroncore_sim.errors import AccessError, KernelError, ShapeError, UnsupportedError
 from neuroncore_sim.execute import Executor
-from neuroncore_sim.ir import (Access, Affine, Engine, Instruction, MemSpace, Opcode, Predicate,
-                               SourceLoc, TensorDecl)
+from neuroncore_sim.ir import Access, Affine, Engine, MemSpace, Opcode, Predicate
 from neuroncore_sim.memory import Memory
 
-_ids = itertools.count()
-F32 = np.float32
 RNG = np.random.default_rng(99)
-BF16 = ml_dtypes.bfloat16
-
-
-def decl(shape, dtype=D.float32, space=MemSpace.SBUF, pa=0, name="t", kind="tile"):
-    """A tensor declaration with a fresh id."""
-    return TensorDecl(next(_ids), name, space, tuple(shape), np.dtype(dtype), pa, kind)
-
-
-def acc(t: TensorDecl, offset: int, *pattern: tuple[int, int]) -> Access:
-    """An access: ``offset`` plus (stride, size) pairs."""
-    return Access(t, offset, tuple(pattern))
-
-
-def rect(t: TensorDecl, rows: slice, cols: slice) -> Access:
-    """A [rows, cols] rectangle of a 2-d partition-major tile."""
-    r0, r1 = rows.indices(t.shape[0])[:2]
-    c0, c1 = cols.indices(t.shape[1])[:2]
-    return acc(t, r0 * t.row_size + c0, (t.row_size, r1 - r0), (1, c1 - c0))
-
-
-def ins(opcode, dsts, srcs, engine=Engine.VECTOR, mask=None, **attrs) -> Instruction:
-    """An instruction issued from a fake kernel line."""
-    return Instruction(next(_ids), opcode, engine, dsts, srcs, attrs, SourceLoc("k.py", 7), mask)
 
 
 @pytest.fixture
 def ex() -> Executor:
     return Executor(TRN1)
-
-
-def tile(ex: Executor, values=None, shape=None, dtype=D.float32, **kw) -> TensorDecl:
-    """Declare a tensor on ``ex`` (from values, or uninitialised)."""
-    if values is not None:
-        values = np.asarray(values)
-        shape, dtype = values.shape, values.dtype if dtype is D.float32 else dtype
-    t = decl(shape, dtype, **kw)
-    ex.declare(t, values)
-    return t
 
 
 # --- memory layout and views -------------------------------------------------------------------
@@ -351,88 +313,3 @@ def test_in_place_update_reads_before_writing(ex):
     shifted_src, shifted_dst = acc(x, 0, (8, 1), (1, 7)), acc(x, 1, (8, 1), (1, 7))
     ex.execute(ins(Opcode.TENSOR_COPY, {"out": shifted_dst}, {"src": shifted_src}))
     np.testing.assert_array_equal(ex.logical(x), [[0, 0, 1, 2, 3, 4, 5, 6]])
-
-
-# --- deferred PSUM accumulation chains (psum_chain.py) ----------------------------------------
-
-def test_chain_read_midway_then_continued(ex):
-    """Reading PSUM in the middle of an accumulation group sees the partial sum; the group then
-    goes on accumulating on top of it."""
-    psum = tile(ex, shape=(8, 16), space=MemSpace.PSUM)
-    out = tile(ex, shape=(8, 16))
-    ss = [RNG.standard_normal((32, 8)).astype(BF16) for _ in range(4)]
-    ms = [RNG.standard_normal((32, 16)).astype(BF16) for _ in range(4)]
-    whole = rect(psum, slice(None), slice(None))
-    for k in range(4):
-        _matmul(ex, psum, tile(ex, ss[k]), tile(ex, ms[k]), accumulate=k > 0)
-        if k == 1:  # a VectorE copy out of PSUM between the second and third matmul
-            ex.execute(ins(Opcode.TENSOR_COPY, {"out": rect(out, slice(None), slice(None))},
-                           {"src": whole}))
-    prods = [s.astype(F32).T @ m.astype(F32) for s, m in zip(ss, ms)]
-    np.testing.assert_allclose(ex.logical(out), prods[0] + prods[1], rtol=1e-5, atol=1e-4)
-    np.testing.assert_allclose(ex.logical(psum), sum(prods), rtol=1e-5, atol=1e-4)
-
-
-def test_chain_sees_operand_rewritten_between_matmuls(ex):
-    """An accumulating matmul reads its operands' values of its own time, even when a later
-    instruction overwrites the SBUF tile before the group is evaluated."""
-    s = tile(ex, np.ones((8, 4), BF16))
-    m = tile(ex, np.ones((8, 6), BF16))
-    psum = tile(ex, shape=(4, 6), space=MemSpace.PSUM)
-    _matmul(ex, psum, s, m, accumulate=False)  # 8
-    twos = tile(ex, np.full((8, 4), 2.0, F32))
-    ex.execute(ins(Opcode.TENSOR_COPY, {"out": rect(s, slice(None), slice(None))},
-                   {"src": rect(twos, slice(None), slice(None))}))
-    _matmul(ex, psum, s, m, accumulate=True)  # + 16
-    ex.write(rect(m, slice(0, 4), slice(None)), np.zeros((4, 6)))
-    _matmul(ex, psum, s, m, accumulate=True)  # + 8
-    assert (ex.logical(psum) == 32).all()
-
-
-def _chain_ops():
-    """Random programs over two SBUF operand slots and three PSUM regions (0 and 1 disjoint,
-    2 overlapping both): matmuls (accumulating or not), operand rewrites and PSUM reads."""
-    mm = st.tuples(st.just("mm"), st.integers(0, 2), st.booleans(), st.integers(0, 1),
-                   st.integers(0, 1))
-    write = st.tuples(st.just("write"), st.integers(0, 1), st.integers(-3, 3))
-    read = st.tuples(st.just("read"), st.integers(0, 2))
-    return st.lists(st.one_of(mm, mm, write, read), min_size=1, max_size=14)
-
-
-@settings(max_examples=150, deadline=None)
-@given(_chain_ops())
-@example([("mm", 0, False, 0, 0), ("mm", 2, False, 1, 1), ("mm", 0, True, 1, 0), ("read", 2)])
-def test_deferred_chains_equal_eager_evaluation(ops):
-    """Whatever the interleaving, deferred chains give what evaluating every matmul at once
-    gives (float64 reference; small integers keep float32 sums exact)."""
-    ex = Executor(TRN1)
-    rng = np.random.default_rng(len(ops))
-    k, m_cols, n_cols = 8, 4, 6
-    stat = [rng.integers(-2, 3, (k, m_cols)).astype(np.float64) for _ in range(2)]
-    mov = [rng.integers(-2, 3, (k, n_cols)).astype(np.float64) for _ in range(2)]
-    st_t = [tile(ex, s.astype(BF16)) for s in stat]
-    mv_t = [tile(ex, v.astype(BF16)) for v in mov]
-    psum = tile(ex, np.zeros((m_cols, 2 * n_cols), F32), space=MemSpace.PSUM)
-    regions = [slice(0, n_cols), slice(n_cols, 2 * n_cols), slice(n_cols // 2, n_cols * 3 // 2)]
-    model = np.zeros((m_cols, 2 * n_cols))
-    out = tile(ex, shape=(m_cols, n_cols))
-    for op in ops:
-        if op[0] == "mm":
-            _, r, accumulate, si, mi = op
-            ex.execute(ins(Opcode.NC_MATMUL, {"out": rect(psum, slice(None), regions[r])},
-                           {"stationary": rect(st_t[si], slice(None), slice(None)),
-                            "moving": rect(mv_t[mi], slice(None), slice(None))}, Engine.TENSOR,
-                           accumulate=accumulate))
-            prod = stat[si].T @ mov[mi]
-            model[:, regions[r]] = model[:, regions[r]] + prod if accumulate else prod
-        elif op[0] == "write":
-            _, slot, value = op
-            stat[slot][:] = value  # a VectorE copy into the stationary tile (not ex.write)
-            ex.execute(ins(Opcode.TENSOR_COPY, {"out": rect(st_t[slot], slice(None), slice(None))},
-                           {"src": rect(tile(ex, stat[slot].astype(F32)), slice(None),
-                                        slice(None))}))
-        else:
-            ex.execute(ins(Opcode.TENSOR_COPY, {"out": rect(out, slice(None), slice(None))},
-                           {"src": rect(psum, slice(None), regions[op[1]])}))
-            np.testing.assert_array_equal(ex.logical(out), model[:, regions[op[1]]])
-    np.testing.assert_array_equal(ex.logical(psum), model)
