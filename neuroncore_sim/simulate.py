@@ -33,6 +33,7 @@ from .config import load_config
 from .dtypes import to_dtype
 from .errors import KernelError, SimulatorError, UnsupportedError
 from .execute import Executor
+from .pipeline import PipelinedExecutor
 from .frontend import tracer as _tracer
 from .frontend.tensor import NkiTensor
 from .frontend.typing import TensorType
@@ -182,28 +183,45 @@ def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None, functiona
     grid = _grid(grid if grid != () else getattr(kernel, "grid", ()))
     cfg = load_config(config)
     program = Program(getattr(fn, "__name__", "kernel"), grid)
-    executor = Executor(cfg) if functional else None
+    # Values are computed by a worker thread while the kernel goes on tracing (pipeline.py).
+    executor = PipelinedExecutor(Executor(cfg)) if functional else None
     tr = _tracer.Tracer(program, cfg, executor, on_record)
-    with tr.active():
-        new_args, new_kwargs, user_arrays = _bind_inputs(tr, fn, args, kwargs, functional)
-        returned: Any = None
-        for instance, pid in enumerate(itertools.product(*(range(g) for g in grid))):
-            tr.start_instance(instance, pid)
-            try:
-                result = fn(*new_args, **new_kwargs)
-            except SimulatorError as e:
-                _tracer.locate_in_kernel(e)
-                raise
-            returned = result if instance == 0 else returned
-        tr.finish(returned)
-    outputs = _collect(tr, executor, returned, user_arrays, _def_loc(fn))
-    found = tr.warnings + (executor.checks.warnings if executor is not None else [])
+    try:
+        with tr.active():
+            new_args, new_kwargs, user_arrays = _bind_inputs(tr, fn, args, kwargs, functional)
+            returned: Any = None
+            for instance, pid in enumerate(itertools.product(*(range(g) for g in grid))):
+                tr.start_instance(instance, pid)
+                try:
+                    result = fn(*new_args, **new_kwargs)
+                except Exception as e:
+                    _raise_first(executor, e)
+                    raise
+                returned = result if instance == 0 else returned
+            tr.finish(returned)
+        outputs = _collect(tr, executor, returned, user_arrays, _def_loc(fn))
+        found = tr.warnings + (executor.checks.warnings if executor is not None else [])
+    finally:
+        if executor is not None:
+            executor.close()
     for w in found:
         warnings.warn(w, stacklevel=3)
     return Launch(program, outputs, [str(w) for w in found])
 
 
-def _collect(tr: _tracer.Tracer, executor: Executor | None, returned: Any,
+def _raise_first(executor: PipelinedExecutor | None, error: Exception) -> None:
+    """The kernel raised ``error``: raise instead the error of an instruction recorded before it
+    that had already failed in the values worker, if any (the first error in program order is
+    the one a user sees, as if values were computed in line); give a simulator error without a
+    location the kernel line it came from."""
+    earlier = executor.first_error() if executor is not None else None
+    if earlier is not None and earlier is not error:
+        raise earlier.with_traceback(None) from None
+    if isinstance(error, SimulatorError):
+        _tracer.locate_in_kernel(error)
+
+
+def _collect(tr: _tracer.Tracer, executor: PipelinedExecutor | None, returned: Any,
              user_arrays: dict[int, np.ndarray], def_loc: str | None) -> tuple[Any, ...]:
     """Outputs: the returned tensors' values; written argument arrays are updated in place.
     ``def_loc`` (the kernel's ``def`` line) locates a bad return value."""
