@@ -156,6 +156,12 @@ class Executor:
         self._chains.flush()
         return self.memory.logical(decl)
 
+    def take(self, decl: TensorDecl) -> np.ndarray:
+        """Tensor ``decl`` in its declared shape, handed over without a copy (the launch is over:
+        nothing may access ``decl`` afterwards)."""
+        self._chains.flush()
+        return self.memory.take(decl)
+
     # --- helpers -----------------------------------------------------------------------------
 
     def _store(self, ins: Instruction, role: str, value: np.ndarray) -> None:

@@ -75,6 +75,11 @@ class PipelinedExecutor:
         self.drain()
         return self.executor.logical(decl)
 
+    def take(self, decl: TensorDecl) -> np.ndarray:
+        """:meth:`Executor.take`, once everything queued before has run."""
+        self.drain()
+        return self.executor.take(decl)
+
     @property
     def checks(self) -> ValueChecks:
         """The executor's value checks (their warnings), once everything queued has run."""

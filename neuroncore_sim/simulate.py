@@ -229,10 +229,18 @@ def _collect(tr: _tracer.Tracer, executor: PipelinedExecutor | None, returned: A
     # programs record tens of thousands of instructions).
     written = {a.tensor.id for ins in tr.program.instructions for a in ins.dsts.values()
                if a.tensor.id in user_arrays} if user_arrays else set()
+    taken: dict[int, np.ndarray] = {}
+
+    def values(decl):  # the end of the launch: storage is handed over, copied only if repeated
+        if decl.id in taken:
+            return taken[decl.id].copy()
+        taken[decl.id] = executor.take(decl)
+        return taken[decl.id]
+
     if executor is not None:
         for tid, arr in user_arrays.items():
             if tid in written:
-                np.copyto(arr, executor.logical(tr.program.tensors[tid]).astype(arr.dtype))
+                np.copyto(arr, values(tr.program.tensors[tid]), casting="unsafe")
     items = returned if isinstance(returned, (tuple, list)) else (
         () if returned is None else (returned,))
     outs: list[Any] = []
@@ -244,7 +252,7 @@ def _collect(tr: _tracer.Tracer, executor: PipelinedExecutor | None, returned: A
                     f"kernel return value: expected HBM tensors (nl.ndarray(..., "
                     f"buffer=nl.shared_hbm), written with nl.store), found a tile in "
                     f"{item.space.value}" + (f" made at {made}" if made else ""), def_loc)
-            outs.append(executor.logical(item.tensor) if executor is not None else None)
+            outs.append(values(item.tensor) if executor is not None else None)
         else:
             outs.append(item)
     if not items:

@@ -117,3 +117,20 @@ def test_keyword_after_a_defaulted_parameter_keeps_its_name():
     assert seen == {"cols": 2, "boom": False, "tag": "t"}
     ncs.simulate(kernel, np.zeros((128, 4), np.float32), 3, tag="u", functional=False)
     assert seen == {"cols": 3, "boom": False, "tag": "u"}
+
+
+def test_outputs_are_handed_over_and_repeats_are_independent_copies():
+    """Results are the launch's own storage (no copy at the end), and a tensor returned twice
+    gives two arrays that do not share memory."""
+    def kernel(a):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.add(nl.load(a), 1.0))
+        return out, out
+
+    a = np.arange(8 * 16, dtype=np.float32).reshape(8, 16)
+    first, second = ncs.simulate(kernel, a, timing=False).outputs
+    np.testing.assert_array_equal(first, a + 1)
+    np.testing.assert_array_equal(second, a + 1)
+    assert not np.shares_memory(first, second) and not np.shares_memory(first, a)
+    first[0, 0] = -5
+    assert second[0, 0] == 1
