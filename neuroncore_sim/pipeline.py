@@ -97,12 +97,12 @@ class PipelinedExecutor:
         None), without raising it."""
         if self._thread.is_alive():
             done = threading.Event()
-            self._queue.put((done.set, ()))
+            self._queue.put((_DRAINED, done))
             done.wait()
         return self._error
 
     def close(self) -> None:
-        """Stop the worker thread (what is still queued is dropped)."""
+        """Stop the worker thread, once it has run what is queued."""
         if self._thread.is_alive():
             self._queue.put(None)
             self._thread.join()
@@ -122,11 +122,14 @@ class PipelinedExecutor:
             if item is None:
                 return
             fn, args = item
-            if self._error is not None and not isinstance(getattr(fn, "__self__", None),
-                                                          threading.Event):
-                continue  # after a failure only the drain markers run
-            try:
-                fn(*args)
-            except BaseException as e:  # handed to the kernel's thread, raised there
-                self._error = e
+            if fn is _DRAINED:  # everything queued before the marker has run
+                args.set()
+            elif self._error is None:  # after a failure the rest is dropped
+                try:
+                    fn(*args)
+                except BaseException as e:  # handed to the kernel's thread, raised there
+                    self._error = e
 
+
+#: Queue marker of :meth:`PipelinedExecutor.first_error` (its argument is the Event to set).
+_DRAINED = object()
