@@ -11,9 +11,10 @@ buffers: ``min(tiles at the site, max(loop_tile_buffers, most tiles of the site 
 a tile is live from the first to the last instruction touching it. One ring slot is the site's
 largest row in SBUF (``sbuf_usable_bytes_per_partition``: 192 KiB per partition less what the
 compiler reserves), or ``ceil(row_bytes / bank)`` whole 2 KiB banks in PSUM (8 banks, 16 KiB),
-as in direct allocation. When the rings of a memory exceed its capacity, the largest rings shrink
-one buffer at a time down to their live maximum; if that is still too much, the kernel does not
-fit: CapacityError naming the largest allocation sites. SPMD instances run one after another,
+as in direct allocation. When the rings of a memory exceed its capacity they shrink one buffer at
+a time down to their live maximum, the ring with the most buffers above its live maximum first,
+so every ring keeps double buffering as long as any ring has more (:func:`_fit`); if that is
+still too much, the kernel does not fit: CapacityError naming the largest allocation sites. SPMD instances run one after another,
 so each instance is checked on its own.
 """
 
@@ -161,24 +162,54 @@ def _placed_bytes(placed: Iterable[TensorDecl], config: NeuronCoreConfig) -> dic
 
 def _fit(rings: list[BufferRing], config: NeuronCoreConfig,
          placed: dict[MemSpace, int]) -> list[BufferRing]:
-    """Shrink the largest rings (bytes) towards their live maximum until each space fits in
-    what directly allocated tiles leave free."""
+    """Shrink rings towards their live maximum until each space fits in what directly allocated
+    tiles leave free, keeping every ring's prefetch depth (buffers above its live maximum) as
+    even as possible; then give buffers back where they still fit (docs/model.md)."""
     capacity = {MemSpace.SBUF: config.sbuf_usable_bytes_per_partition - placed[MemSpace.SBUF],
                 MemSpace.PSUM: config.psum_bytes_per_partition - placed[MemSpace.PSUM]}
     rings = list(rings)
     for space, cap in capacity.items():
         idx = [k for k, r in enumerate(rings) if r.space is space]
+        wanted = {k: rings[k].buffers for k in idx}
         total = sum(rings[k].buffers * rings[k].slot_bytes for k in idx)
         while total > cap:
-            shrinkable = [k for k in idx if rings[k].buffers > rings[k].live_max]
-            if not shrinkable:
+            k = _next_to_shrink([(k, rings[k]) for k in idx], total - cap)
+            if k is None:
                 _raise_capacity(space, [rings[k] for k in idx], total, cap, placed[space])
-            k = max(shrinkable, key=lambda j: (rings[j].buffers * rings[j].slot_bytes, -j))
-            r = rings[k]
-            rings[k] = BufferRing(r.site, r.space, r.tiles, r.live_max, r.buffers - 1,
-                                  r.slot_bytes)
-            total -= r.slot_bytes
+            rings[k] = _resized(rings[k], -1)
+            total -= rings[k].slot_bytes
+        while True:  # a shrink the later ones made unnecessary is undone
+            room = [k for k in idx if rings[k].buffers < wanted[k]
+                    and total + rings[k].slot_bytes <= cap]
+            if not room:
+                break
+            k = min(room, key=lambda j: (_spare(rings[j]), rings[j].slot_bytes, j))
+            rings[k] = _resized(rings[k], +1)
+            total += rings[k].slot_bytes
     return rings
+
+
+def _next_to_shrink(rings: list[tuple[int, BufferRing]], over: int) -> int | None:
+    """The ring that loses a buffer next: one with the most spare buffers (its prefetch depth);
+    among those the smallest whose buffer alone covers the ``over`` bytes (the cheapest load to
+    stop prefetching), else the largest (the fewest shrinks). None: nothing left to shrink."""
+    shrinkable = [(k, r) for k, r in rings if r.buffers > r.live_max]
+    if not shrinkable:
+        return None
+    most = max(_spare(r) for _, r in shrinkable)
+    level = [(k, r) for k, r in shrinkable if _spare(r) == most]
+    enough = [(r.slot_bytes, k) for k, r in level if r.slot_bytes >= over]
+    if enough:
+        return min(enough)[1]
+    return max(level, key=lambda kr: (kr[1].slot_bytes, -kr[0]))[0]
+
+
+def _spare(r: BufferRing) -> int:
+    return r.buffers - r.live_max
+
+
+def _resized(r: BufferRing, delta: int) -> BufferRing:
+    return BufferRing(r.site, r.space, r.tiles, r.live_max, r.buffers + delta, r.slot_bytes)
 
 
 def _raise_capacity(space: MemSpace, rings: list[BufferRing], total: int, cap: int,

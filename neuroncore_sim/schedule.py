@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from .capacity import BufferRing, plan_buffers
 from .config import NeuronCoreConfig
 from .ir import Access, Engine, Instruction, MemSpace, Opcode, Program
+from .psum_zeros import folded_psum_zeros
 
 RAW, WAW, WAR = 0, 1, 2
 #: Edge kind names, indexed by the kind code.
@@ -92,7 +93,7 @@ def build_schedule(program: Program, config: NeuronCoreConfig) -> Schedule:
 
 def _schedule_instance(instance: int, instrs: list[Instruction],
                        config: NeuronCoreConfig) -> InstanceSchedule:
-    folded = _folded_psum_zeros(instrs)
+    folded = folded_psum_zeros(instrs)  # PSUM zeros the compiler folds into matmuls
     if folded:
         instrs = [ins for ins in instrs if ins.id not in folded]
     rings, prev_occupant, first_use = _assign_buffers(instrs, config)
@@ -102,31 +103,6 @@ def _schedule_instance(instance: int, instrs: list[Instruction],
     deps, ls_deps, ls_skip = _hazards(instrs, prev_occupant, first_use)
     return InstanceSchedule(instance, tuple(instrs), {k: tuple(v) for k, v in queues.items()},
                             deps, ls_deps, frozenset(ls_skip), rings)
-
-
-def _folded_psum_zeros(instrs: list[Instruction]) -> set[int]:
-    """Ids of PSUM memsets of 0 that the next instruction touching their tile overwrites by
-    starting an accumulation group (``acc = nl.zeros(..., buffer=nl.psum)`` then
-    ``acc += nc_matmul(...)``): the compiler lowers that to a first matmul that writes instead
-    of adding, so no VectorE memset runs (assumption, docs/model.md). The values layer still
-    executes the memset; only the timing model drops it."""
-    pending: dict[int, Instruction] = {}  # tensor id -> its latest memset not yet followed
-    folded: set[int] = set()
-    for ins in instrs:
-        for a, _ in ins.accesses():
-            m = pending.pop(a.tensor.id, None)
-            if m is None or m is ins:
-                continue
-            d = m.dsts["out"]
-            if (ins.opcode is Opcode.NC_MATMUL and ins.attrs.get("accumulate")
-                    and a is ins.dsts["out"] and ins.mask is None
-                    and a.row_lo <= d.row_lo and d.row_hi <= a.row_hi
-                    and a.col_lo <= d.col_lo and d.col_hi <= a.col_hi and a.size == d.size):
-                folded.add(m.id)
-        if (ins.opcode is Opcode.MEMSET and ins.mask is None and ins.attrs.get("value") == 0
-                and ins.out.tensor.space is MemSpace.PSUM):
-            pending[ins.out.tensor.id] = ins
-    return folded
 
 
 # --- buffer rings ---------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Sweep the matmul ladder and its block factors, and two kernel pairs; write the tiling report.
 
     python scripts/matmul_tiling.py          # a few minutes on 2 cores; resumes when interrupted
+    python scripts/matmul_tiling.py --workers 1   # one process (on a shared machine)
 
 Every point runs timing-only through :func:`neuroncore_sim.sweep.sweep` (2 workers), each sweep
 saving its points under ``reports/matmul_tiling/<kernel>/`` so a second run only simulates what
@@ -14,6 +15,7 @@ cached in ``reports/matmul_tiling/evidence.json``. Writes ``reports/matmul_tilin
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -75,14 +77,14 @@ def target(file: str, kernel: str) -> str:
     return f"{ROOT / 'kernels' / file}.py::{kernel}"
 
 
-def run_sweeps(specs: list[tuple]) -> pd.DataFrame:
+def run_sweeps(specs: list[tuple], workers: int) -> pd.DataFrame:
     """One sweep per kernel (its own out folder, so it resumes); their tables stacked, with the
     spec's first field and the kernel name as columns."""
     tables = []
     for head, file, kernel, points in specs:
         print(f"sweep {kernel}: {len(points)} point(s)", flush=True)
         folder = file if kernel == "kernel" else kernel
-        t = sweep(target(file, kernel), points, workers=WORKERS, out=OUT / folder)
+        t = sweep(target(file, kernel), points, workers=workers, out=OUT / folder)
         tables.append(t.assign(group=head, kernel=kernel, file=file))
     return pd.concat(tables, ignore_index=True)
 
@@ -201,7 +203,7 @@ def render(ladder: pd.DataFrame, pairs: pd.DataFrame, quoted: list[tuple]) -> st
         f" ms, against a TensorE floor of {floor_ns[shape_of(top)] / 1e6:.3f} ms (every matmul "
         "back to back at the bf16 peak). " + order_sentence(ladder), "",
         "The summary (`SimResult.summary()`) of the fastest point of every step, and of two "
-        "points that show why bigger blocks lose. Last column: SBUF peak per partition, then "
+        "points that show what bigger blocks cost. Last column: SBUF peak per partition, then "
         "the buffer ring of every SBUF allocation line of the kernel file (buffers x bytes per "
         "partition of one buffer, after the capacity model shrank them to fit 176 KiB):", "",
         "| step | kernel | blocks | MFU | bottleneck evidence | largest stalls | SBUF |",
@@ -284,32 +286,36 @@ partition) and pays the per-DMA fixed cost. TensorE waits on those loads (the `t
 **Step 4**: the gain is reuse. Each rhs tile feeds BLOCK_M matmuls, so the traffic falls from
 4224 MiB at (1, 1) to 640 MiB at (8, 1). Tall blocks beat wide ones of the same size because rhs
 (128 MiB) is the operand read many times (32 / BLOCK_M) while lhsT is read once whatever the
-block: a wider BLOCK_N only makes each rhs DMA bigger (more efficient: 85% of peak at (2, 4))
+block: a wider BLOCK_N only makes each rhs DMA bigger (more efficient: 86% of peak at (2, 4))
 but does not cut the traffic, so (2, 4) stays DMA-bound where (4, 2) and (8, 1) are
 TensorE-bound. What keeps (8, 1) above the floor is TensorE waiting on VectorE: all 8 PSUM
-banks belong to one block, so a block's first matmuls wait for the previous block's PSUM
-copies, and for the `memset` of `acc = nl.zeros(..., buffer=nl.psum)` (the 885 us stall). That
-memset is a model artefact: the timing model folds a PSUM `nl.zeros` into the first
-accumulating matmul only when that matmul covers the whole zeroed tile, and here the tile has
-a block dimension (BLOCK_M * BLOCK_N banks) written one bank at a time. With the fold extended
-to that case (an uncommitted experiment) (8, 1) takes 6.73 ms and (4, 2) 7.01 ms: still behind
-step 5. Its 128 KiB lhsT block also gets a single buffer, so each of the 4 M blocks' lhsT loads
-waits for the last matmul of the block before.
+banks are one block's accumulator tile, so a block's first matmuls wait for the previous block's
+PSUM-to-SBUF copies (the `tensor_copy` stall, 652 us). The `memset` of
+`acc = nl.zeros(..., buffer=nl.psum)` costs nothing: the timing model folds it into the matmuls
+that start each bank's accumulation group (docs/model.md; before that rule covered a tile
+filled bank by bank, the memset cost (8, 1) an 885 us TensorE stall and 0.23 ms). Its 128 KiB
+lhsT block also gets a single buffer, so each of the 4 M blocks' lhsT loads waits for the last
+matmul of the block before. (8, 1) stays just behind step 5.
 
 **Step 5** at (8, 2, BLOCK_K) reads lhsT 8 times and rhs 4 times (1088 MiB, more than step 4's
-(8, 1)), yet it is the fastest: each PSUM group is only BLOCK_K matmuls long and the groups
-rotate through 4 PSUM buffers, so TensorE waits for VectorE only now and then (the
-`tensor_tensor` stall: the adds into the SBUF result), and the result stays in SBUF until the
-block's K walk ends. Smaller BLOCK_K is faster here (4, then 8, then 16) although VectorE does
-more adds (63% busy at BLOCK_K = 4): the operand blocks are smaller, so four buffers of each fit
-and the result block keeps three, and the first matmuls of a K block start after fewer DMAs.
-Bigger blocks move less data (832 MiB at (16, 2, 8) or (8, 4, 8)) but lose 2.5 ms: to fit 176
-KiB, the capacity model shrinks the largest rings first, leaving the result block and one
-operand block with a single buffer (rings column), so the next K block's load cannot start
-until every matmul of the current one has read its buffer, and DMA and TensorE take turns
-(DMA queues drop to 35% busy, TensorE to 64%). How the real allocator trades buffers at this
-size is not documented; the ranking of the big blocks depends on that assumption.
+(8, 1)), yet it is faster: each PSUM group is only BLOCK_K matmuls long and the groups rotate
+through 4 PSUM buffers, so TensorE waits for VectorE only now and then (the `tensor_tensor`
+stall: the adds into the SBUF result), and the result stays in SBUF until the block's K walk
+ends. At (8, 2), smaller BLOCK_K is faster (4, then 8, then 16) although VectorE does more adds
+(63% busy at BLOCK_K = 4): the operand blocks are smaller, so more buffers of each fit (4, 3
+and 2 per operand block at BLOCK_K = 4, 8 and 16) and the first matmuls of a K block start
+after fewer DMAs. Bigger blocks move less data: (8, 4, 8) and (16, 2, 8) move 832 MiB and come
+next (6.68 and 6.76 ms, DMA queues 48% busy). They fit 176 KiB because the capacity model
+shrinks the rings with the most spare buffers first (docs/model.md): the result block drops to
+one buffer and both operand blocks keep two, so the next K block loads while the current one
+is multiplied. At (16, 2, 16) the blocks alone take 160 KiB: every operand and result ring has
+a single buffer (rings column), the next K block's load cannot start until every matmul of the
+current one has read its buffer, and DMA and TensorE take turns (TensorE 65% busy, 9.22 ms).
+How the real allocator trades buffers at this size is not documented, and the ranking of the
+big blocks depends on it: with the former policy (the largest ring shrinks first) (16, 2, 8)
+and (8, 4, 8) single-buffered an operand block and took 9.34 and 9.27 ms, behind (8, 2, 16).
 """
+
 PAIRS_INTRO = """The same sweep machinery on the two other kernel pairs, at their example shapes
 (`example_inputs()` defaults) and at a larger one. `layernorm.py`: `layernorm_nl` (only
 `nl.mean` / `nl.var` / element-wise `nl`) versus `layernorm_bn` (`nisa.bn_stats` per 512-element
@@ -335,7 +341,7 @@ time 4096 rows take with one row per partition.
 """
 REGENERATE = """## Regenerating
 
-    python scripts/matmul_tiling.py
+    python scripts/matmul_tiling.py [--workers N]
 
 takes a few minutes on 2 cores (each large point 10-60 s of simulation). Every sweep saves its
 points in `reports/matmul_tiling/<kernel>/points.jsonl` as they finish (plus `sweep.csv` and
@@ -350,13 +356,17 @@ under the same keys. After a change of the timing model itself (code, not config
 
 #: Points besides each step's best whose summary the report quotes (why bigger blocks lose).
 EXPLAIN = [("matmul_ladder", "blocked_free", {**BIG, "BLOCK_M": 4, "BLOCK_N": 2}),
-           ("matmul_ladder", "blocked_all", {**BIG, "BLOCK_M": 16, "BLOCK_N": 2, "BLOCK_K": 8})]
+           ("matmul_ladder", "blocked_all", {**BIG, "BLOCK_M": 16, "BLOCK_N": 2, "BLOCK_K": 16})]
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--workers", type=int, default=WORKERS, choices=range(1, 65),
+                        metavar="N", help=f"sweep processes (default {WORKERS})")
+    workers = parser.parse_args().workers
     OUT.mkdir(parents=True, exist_ok=True)
-    ladder = run_sweeps(LADDER)
-    pairs = run_sweeps(PAIRS)
+    ladder = run_sweeps(LADDER, workers)
+    pairs = run_sweeps(PAIRS, workers)
     cache_file = OUT / "evidence.json"
     cache = json.loads(cache_file.read_text()) if cache_file.is_file() else {}
     quoted = []  # (step, kernel, point, evidence)

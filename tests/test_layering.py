@@ -62,6 +62,7 @@ MODULE_GROUP: dict[str, str] = {
     "cost_select": "time",
     "schedule": "time",
     "capacity": "time",
+    "psum_zeros": "time",
     "dma": "time",
     "timing": "time",
     "result": "result",

@@ -162,7 +162,35 @@ def test_ring_grows_to_the_live_maximum():
     assert (ring.live_max, ring.buffers) == (6, 6)
 
 
-def test_rings_shrink_largest_first_to_fit():
+def looped_rings(*kib: int) -> list[tuple[int, int]]:
+    """(buffers, KiB) of the rings of one looped SBUF allocation per size in ``kib`` (8 tiles
+    each, one live at a time)."""
+    b = Builder()
+    for i in range(8):
+        for site, size in enumerate(kib, start=1):
+            t = b.tensor(f"t{site}_{i}", (128, size * 256), "float32", "sbuf", site=site)
+            b.op("memset", "vector", out=acc(t), attrs={"value": 0})
+    return [(r.buffers, r.slot_bytes // 1024) for r in build_schedule(b.program, TRN1)
+            .instances[0].rings]
+
+
+def test_rings_shrink_most_spare_buffers_first():
+    # 4 + 4 need 320 KiB of 176: shrinking the bigger ring first would give (1, 4); the ring
+    # with the most buffers above its live maximum goes first, so both stay double-buffered.
+    assert looped_rings(60, 20) == [(2, 60), (2, 20)]
+    assert looped_rings(40, 20, 20) == [(2, 40), (2, 20), (2, 20)]
+    # 100 KiB must be single-buffered; the small ring's earlier shrinks are then undone
+    assert looped_rings(100, 10) == [(1, 100), (4, 10)]
+
+
+def test_when_double_buffering_does_not_fit_the_cheapest_ring_loses_it():
+    # 2 + 2 need 180 KiB: single-buffering the 10 KiB ring is enough (170 KiB), and exposes a
+    # 10 KiB load per iteration instead of an 80 KiB one.
+    assert looped_rings(80, 10) == [(2, 80), (1, 10)]
+    assert looped_rings(100, 30) == [(1, 100), (2, 30)]  # (2, 1) would need 230 KiB
+
+
+def test_equal_rings_shrink_to_fit():
     b = Builder()
     for site in (1, 2):
         for i in range(8):  # 8 tiles of 40 KiB, one live at a time: ring 4 = 160 KiB

@@ -1,8 +1,12 @@
 """Schedule rules checked on front-end kernels: every access of a tile in a reused ring slot
 waits for the slot's previous occupant, and a PSUM tile zeroed by ``nl.zeros`` then accumulated
-into costs no VectorE memset (the compiler starts the accumulation group instead)."""
+into costs no VectorE memset (the compiler starts the accumulation group instead), also when a
+multi-bank tile is filled bank by bank."""
 
 from __future__ import annotations
+
+import numpy as np
+import pytest
 
 import neuroncore_sim as ncs
 import neuroncore_sim.nki as nki
@@ -101,8 +105,62 @@ def test_folded_zeros_do_not_make_psum_tiles_live_from_time_zero():
 
 
 def test_folded_zeros_still_give_zeros_before_accumulating():
-    import numpy as np
     lhsT = np.ones((128, 128), np.float32)
     rhs = np.ones((128, 1024), np.float32)
     res = ncs.simulate(zeroed_accumulators, lhsT, rhs)
     assert (res.outputs[0] == 128).all()
+
+
+BANKS = 4
+
+
+def banked_kernel(touch_first: str | None):
+    """A [BANKS, 128, 512] PSUM tile zeroed at once, then filled bank by bank by K-accumulating
+    matmuls (blocked_free's pattern). ``touch_first`` makes bank 2 be touched before its first
+    matmul: "read" (copied out) or "write" (a VectorE copy into it)."""
+
+    @nki.jit
+    def banked(lhsT, rhs):
+        out = nl.ndarray((128, BANKS * 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        early = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        s = nl.load(lhsT)
+        m = nl.load(rhs)
+        acc = nl.zeros((BANKS, nl.par_dim(128), 512), nl.float32, buffer=nl.psum)
+        for k in nl.affine_range(2):
+            for b in nl.affine_range(BANKS):
+                if k == 0 and b == 2 and touch_first == "read":
+                    nl.store(early, value=nl.copy(acc[b]))
+                if k == 0 and b == 2 and touch_first == "write":
+                    acc[b] = nl.copy(m[:, 0:512], dtype=nl.float32)
+                acc[b] += nisa.nc_matmul(s[k * 64:(k + 1) * 64, :],
+                                         m[k * 64:(k + 1) * 64, b * 512:(b + 1) * 512])
+        for b in nl.affine_range(BANKS):
+            nl.store(out[:, b * 512:(b + 1) * 512], value=nl.copy(acc[b]))
+        return out, early
+    return banked
+
+
+def _banked_run(touch_first: str | None):
+    rng = np.random.default_rng(0)
+    lhsT = rng.integers(-3, 4, (128, 128)).astype(np.float32)
+    rhs = rng.integers(-3, 4, (128, BANKS * 512)).astype(np.float32)
+    return ncs.simulate(banked_kernel(touch_first), lhsT, rhs), lhsT, rhs
+
+
+def test_a_multi_bank_zero_tile_filled_bank_by_bank_costs_no_memset():
+    res, lhsT, rhs = _banked_run(None)
+    assert sum(i.opcode.value == "memset" for i in res.program.instructions) == 1  # recorded
+    assert not [e for e in res.timing.events if e.opcode == "memset"]  # but not timed
+    np.testing.assert_array_equal(res.outputs[0], lhsT.T @ rhs)  # values: zeros, then sums
+
+
+@pytest.mark.parametrize("touch_first", ["read", "write"])
+def test_a_bank_touched_before_its_first_matmul_keeps_the_memset(touch_first):
+    res, lhsT, rhs = _banked_run(touch_first)
+    assert [e.engine for e in res.timing.events if e.opcode == "memset"] == ["vector"]
+    want = lhsT.T @ rhs
+    if touch_first == "read":
+        np.testing.assert_array_equal(res.outputs[1], 0)  # the zeros were really there
+    else:
+        want[:, 1024:1536] += rhs[:, 0:512]
+    np.testing.assert_array_equal(res.outputs[0], want)
