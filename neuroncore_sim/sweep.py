@@ -88,10 +88,11 @@ def _plain(value: Any) -> Any:
     return json.loads(text) if isinstance(value, list) else value
 
 
-def point_key(target: str, config: NeuronCoreConfig, point: dict[str, Any]) -> str:
+def point_key(kernel: str, config: NeuronCoreConfig, point: dict[str, Any]) -> str:
     """Identity of a point in ``points.jsonl``: a hash of the canonical JSON of the kernel
-    target, every config field and the point's parameters."""
-    text = json.dumps({"target": target, "config": asdict(config), "params": point},
+    (file name, kernel name and file contents: ``KernelTarget.identity``), every config field
+    and the point's parameters."""
+    text = json.dumps({"target": kernel, "config": asdict(config), "params": point},
                       sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
@@ -130,7 +131,7 @@ def sweep(target: str, params: dict[str, Any] | Iterable[dict[str, Any]], *,
         raise UsageError(f"{kt.target}: check needs a reference() in the kernel file; "
                          "found none")
     grid = expand(params)
-    keys = [point_key(kt.target, cfg, p) for p in grid]
+    keys = [point_key(kt.identity, cfg, p) for p in grid]
     out = Path(out) if out is not None else None
     results = _read_points(out / POINTS_FILE, set(keys)) if out else {}
     todo = {k: p for k, p in zip(keys, grid) if k not in results}  # equal points run once
@@ -138,7 +139,7 @@ def sweep(target: str, params: dict[str, Any] | Iterable[dict[str, Any]], *,
     order = sorted(todo, key=lambda k: json.dumps(
         {n: v for n, v in todo[k].items() if n in kt.input_names}, sort_keys=True))
     tasks = [(k, todo[k]) for k in order]
-    with _Writer(out, kt.target, cfg.name) as write, _bar(progress, len(set(keys)),
+    with _Writer(out, kt.identity, cfg.name) as write, _bar(progress, len(set(keys)),
                                                            len(set(keys)) - len(tasks)) as bar:
         for key, row in _execute(tasks, kt.target, cfg, check, workers, executor, scheduler):
             results[key] = {c: row[c] for c in RESULT_COLUMNS}

@@ -13,6 +13,7 @@ point: the error is returned in the row. Loaded kernel files are cached per proc
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 import sys
@@ -51,6 +52,9 @@ class KernelTarget:
     input_names: tuple[str, ...]  # keyword parameters of example_inputs
     loc: str  # "file.py:LINE" of the kernel's def
     stamp: tuple[int, int]  # the file's (mtime_ns, size) when loaded: an edit reloads it
+    #: "file.py::kernel@<hash of the file's bytes>": what saved points are keyed by, so a sweep
+    #: resumes from another checkout of the same file, and an edited kernel is run again
+    identity: str = ""
 
     def route(self, point: dict[str, Any]) -> tuple[dict, dict, dict]:
         """Split a point into (example_inputs kwargs, config fields, kernel kwargs)."""
@@ -98,7 +102,9 @@ def load_target(target: str) -> KernelTarget:
     inputs = tuple(p.name for p in inspect.signature(make).parameters.values() if p.kind in kinds)
     code = getattr(getattr(kernel, "func", kernel), "__code__", None)
     loc = f"{path.name}:{code.co_firstlineno if code else 1}"
-    return KernelTarget(f"{path.resolve()}::{name}", module, kernel, inputs, loc, stamp)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    return KernelTarget(f"{path.resolve()}::{name}", module, kernel, inputs, loc, stamp,
+                        f"{path.name}::{name}@{digest}")
 
 
 def _stamp(path: Path) -> tuple[int, int]:

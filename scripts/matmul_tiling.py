@@ -107,7 +107,7 @@ def evidence(file: str, kernel: str, point: dict[str, Any], cache: dict[str, Any
              ) -> dict[str, Any]:
     """Parts of the summary of one point (simulated timing-only again, or read from ``cache``)."""
     kt = load_target(target(file, kernel))
-    key = point_key(kt.target, load_config("trn1"), point)
+    key = point_key(kt.identity, load_config("trn1"), point)
     if key not in cache:
         print(f"summary of {kernel} {point}", flush=True)
         shape, _, kernel_kw = kt.route(point)
@@ -369,16 +369,20 @@ def main() -> int:
     pairs = run_sweeps(PAIRS, workers)
     cache_file = OUT / "evidence.json"
     cache = json.loads(cache_file.read_text()) if cache_file.is_file() else {}
-    quoted = []  # (step, kernel, point, evidence)
+    picks = []  # (step, file, kernel, point) of every summary the report quotes
     for step, file, kernel, points in LADDER:
         ok = ladder[(ladder["kernel"] == kernel) & ladder["error"].isna()]
         if len(ok):  # each sweep's table is sorted by latency: its first row is its best
-            point = points[int(ok.iloc[0]["point"])]
-            quoted.append((step, kernel, point, evidence(file, kernel, point, cache)))
+            picks.append((step, file, kernel, points[int(ok.iloc[0]["point"])]))
     for file, kernel, point in EXPLAIN:
-        step = next(s for s, _, k, _ in LADDER if k == kernel)
-        quoted.append((step, kernel, point, evidence(file, kernel, point, cache)))
-    cache_file.write_text(json.dumps(cache, indent=1, sort_keys=True) + "\n")
+        picks.append((next(s for s, _, k, _ in LADDER if k == kernel), file, kernel, point))
+    quoted = [(step, kernel, point, evidence(file, kernel, point, cache))
+              for step, file, kernel, point in picks]
+    # Keep only what the report quotes (keys follow the kernel files' contents).
+    used = {point_key(load_target(target(file, kernel)).identity, load_config("trn1"), point)
+            for _, file, kernel, point in picks}
+    cache_file.write_text(json.dumps({k: v for k, v in cache.items() if k in used}, indent=1,
+                                     sort_keys=True) + "\n")
     ladder_plot(ladder)
     REPORT.write_text(render(ladder, pairs, quoted))
     print(f"wrote {REPORT.relative_to(ROOT)}")
