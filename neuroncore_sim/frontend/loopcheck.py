@@ -134,14 +134,16 @@ def _carried_over(writer: Instruction, reader: Instruction) -> tuple[int, int, i
 
 
 def _carried_write(live: dict, a: Access, ins: Instruction) -> tuple[_Write, tuple] | None:
-    if a.row_hi <= a.row_lo:  # empty access
+    r_lo, r_hi, c_lo, c_hi = a.row_lo, a.row_hi, a.col_lo, a.col_hi
+    if r_hi <= r_lo:  # empty access
         return None
     tid, size = a.tensor.id, _bucket_size(a)
-    for b in range(a.row_lo // size, (a.row_hi - 1) // size + 1):
+    for b in range(r_lo // size, (r_hi - 1) // size + 1):
         for w in live.get((tid, b), ()):
-            if not (w.r_lo < a.row_hi and a.row_lo < w.r_hi and w.c_lo < a.col_hi
-                    and a.col_lo < w.c_hi):
+            if not (w.r_lo < r_hi and r_lo < w.r_hi and w.c_lo < c_hi and c_lo < w.c_hi):
                 continue
+            if w.ins.loops == ins.loops:
+                continue  # the same iteration (the common case: a tile used where it was loaded)
             over = _carried_over(w.ins, ins)
             if over is None or _is_reduction(w.ins, ins):
                 continue
@@ -151,14 +153,14 @@ def _carried_write(live: dict, a: Access, ins: Instruction) -> tuple[_Write, tup
 
 
 def _record(live: dict, a: Access, ins: Instruction) -> None:
-    if a.row_hi <= a.row_lo:  # empty access
+    r_lo, r_hi, c_lo, c_hi = a.row_lo, a.row_hi, a.col_lo, a.col_hi
+    if r_hi <= r_lo:  # empty access
         return
     tid, size = a.tensor.id, _bucket_size(a)
     exact = None
-    for b in range(a.row_lo // size, (a.row_hi - 1) // size + 1):
+    for b in range(r_lo // size, (r_hi - 1) // size + 1):
         key = (tid, b)
-        new = _Write(max(a.row_lo, b * size), min(a.row_hi, (b + 1) * size), a.col_lo,
-                     a.col_hi, a, ins)
+        new = _Write(max(r_lo, b * size), min(r_hi, (b + 1) * size), c_lo, c_hi, a, ins)
         old = live.get(key)
         if not old:  # the usual case: the first write of a fresh tile
             live[key] = [new]
@@ -166,7 +168,12 @@ def _record(live: dict, a: Access, ins: Instruction) -> None:
         if exact is None:
             exact = _exact(a)
         if exact:
-            kept = [p for w in old for p in _subtract(w, a)]
+            kept = []
+            for w in old:
+                if w.r_lo < r_hi and r_lo < w.r_hi and w.c_lo < c_hi and c_lo < w.c_hi:
+                    kept.extend(_subtract(w, a))
+                else:  # (what _subtract gives for a rectangle it does not meet)
+                    kept.append(w)
         else:  # only a write of the very same region surely replaces an earlier one
             kept = [w for w in old if not (w.access.offset == a.offset
                                            and w.access.pattern == a.pattern)]
@@ -176,8 +183,12 @@ def _record(live: dict, a: Access, ins: Instruction) -> None:
 
 def _exact(a: Access) -> bool:
     """True when an access selects every element of its bounding rectangle exactly once."""
-    return (a.size == (a.row_hi - a.row_lo) * (a.col_hi - a.col_lo)
-            and all(s != 0 or n == 1 for s, n in a.pattern))
+    size = 1
+    for s, n in a.pattern:
+        if s == 0 and n != 1:
+            return False
+        size *= n
+    return size == (a.row_hi - a.row_lo) * (a.col_hi - a.col_lo)
 
 
 def _subtract(w: _Write, a: Access) -> list[_Write]:

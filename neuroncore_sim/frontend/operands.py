@@ -104,9 +104,10 @@ def start_partition_error(acc: Access) -> str | None:
     An engine access over P partitions must start at partition 0 when 64 < P <= 128, at 0 or 64
     when 32 < P <= 64, and at 0, 32, 64 or 96 when P <= 32.
     """
-    if acc.tensor.space not in ON_CHIP or acc.size == 0:
-        return None
-    start, p = acc.row_lo, acc.row_hi - acc.row_lo
+    start = acc.row_lo
+    if start == 0 or acc.tensor.space not in ON_CHIP or acc.size == 0:
+        return None  # (partition 0 is always allowed: the common case, decided first)
+    p = acc.row_hi - start
     allowed = (0,) if p > 64 else (0, 64) if p > 32 else (0, 32, 64, 96)
     if start in allowed:
         return None

@@ -21,7 +21,12 @@ from ..dtypes import dtype_name
 from ..errors import AccessError, KernelError, SimulatorError, UnsupportedError
 from ..ir import Access, MemSpace, TensorDecl
 from . import tracer as _tracer
+from .basic_index import VIEW_CACHE_SIZE, basic_index, view_key
 from .indexing import DynamicIndex, IndexExpr, _is_int
+
+
+#: rank -> (base, coefs) of a whole tensor's view (the identity map), built once per rank
+_IDENTITY: dict[int, tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]] = {}
 
 
 class NkiTensor:
@@ -34,7 +39,7 @@ class NkiTensor:
     """
 
     __slots__ = ("decl", "shape", "dtype", "base", "coefs", "space", "lease", "_access",
-                 "_checked")
+                 "_checked", "_views")
 
     def __init__(self, decl: TensorDecl | None, shape: tuple[int, ...], dtype: np.dtype,
                  base: tuple[int, ...], coefs: tuple[tuple[int, ...], ...],
@@ -48,14 +53,18 @@ class NkiTensor:
         self.space = space
         self._access: Access | None = None  # computed once: views never change
         self._checked = False  # bounds and layout already validated
+        self._views: dict[tuple[Any, ...], NkiTensor] | None = None  # see basic_index.py
 
     @classmethod
     def whole(cls, decl: TensorDecl) -> NkiTensor:
         """A view of all of ``decl`` in its declared shape."""
         nd = len(decl.shape)
-        coefs = tuple(tuple(1 if a == d else 0 for a in range(nd)) for d in range(nd))
+        base_coefs = _IDENTITY.get(nd)
+        if base_coefs is None:
+            base_coefs = _IDENTITY[nd] = ((0,) * nd, tuple(
+                tuple(1 if a == d else 0 for a in range(nd)) for d in range(nd)))
         tr = _tracer.active_or_none()
-        return cls(decl, decl.shape, decl.dtype, (0,) * nd, coefs, decl.space,
+        return cls(decl, decl.shape, decl.dtype, base_coefs[0], base_coefs[1], decl.space,
                    tr.lease(decl) if tr is not None else None)
 
     @classmethod
@@ -75,6 +84,7 @@ class NkiTensor:
         self.decl, self.base, self.coefs, self.space = view.decl, view.base, view.coefs, view.space
         self.dtype, self.lease = view.dtype, view.lease
         self._access, self._checked = view._access, view._checked
+        self._views = None
 
     def _resolved(self) -> TensorDecl:
         if self.decl is None:
@@ -205,8 +215,26 @@ class NkiTensor:
 
     # --- indexing ------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> NkiTensor:
-        self._resolved()
+        if self.decl is None:
+            self._resolved()
         key = key if isinstance(key, tuple) else (key,)
+        cache_key = view_key(key)
+        if cache_key is not None:  # ints and slices: the fast path, cached (views never change)
+            views = self._views
+            if views is None:
+                views = self._views = {}
+            else:
+                view = views.get(cache_key)
+                if view is not None:
+                    return view
+            geometry = basic_index(self.shape, self.base, self.coefs, key)
+            if geometry is not None:
+                if len(views) >= VIEW_CACHE_SIZE:
+                    del views[next(iter(views))]
+                shape, base, coefs = geometry
+                view = views[cache_key] = NkiTensor(self.decl, shape, self.dtype, base, coefs,
+                                                    self.space, self.lease)
+                return view
         if any(isinstance(k, (NkiTensor, DynamicIndex)) for k in key):
             if self.space is MemSpace.HBM:  # an index tile: indirect DMA operand
                 from .indirect import indirect_view

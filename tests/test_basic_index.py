@@ -1,0 +1,104 @@
+"""The int/slice indexing fast path (frontend/basic_index.py) against the general path.
+
+Wherever the fast path answers, it must give the view the general path
+(``NkiTensor._index_basic``) gives; and ``t[key]`` (fast path, cached views) must give the same
+view or the same error as the general path for any key.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from neuroncore_sim.config import load_config
+from neuroncore_sim.dtypes import float32
+from neuroncore_sim.errors import SimulatorError
+from neuroncore_sim.frontend.basic_index import basic_index, view_key
+from neuroncore_sim.frontend.tensor import NkiTensor
+from neuroncore_sim.frontend.tracer import Tracer
+from neuroncore_sim.ir import MemSpace, Program, TensorDecl
+
+
+def _bound(n: int) -> st.SearchStrategy:
+    return st.none() | st.integers(-n - 2, n + 2)
+
+
+def _item(n: int) -> st.SearchStrategy:
+    """One key item for an axis of size ``n``: mostly ints and slices (in range or not), and
+    the items the fast path leaves to the general path."""
+    return st.one_of(
+        st.integers(-n - 1, n),
+        st.builds(slice, _bound(n), _bound(n), st.none() | st.integers(-1, 3)),
+        st.sampled_from([None, Ellipsis, True, np.int64(0), slice(np.int64(0), None),
+                         slice(0, 1.0)]))
+
+
+@st.composite
+def _case(draw: st.DrawFn) -> tuple[TensorDecl, tuple, tuple]:
+    """A declared tensor, a first key (a view of it, via the general path) and a second key."""
+    shape = tuple(draw(st.lists(st.integers(1, 6), min_size=1, max_size=4)))
+    space = draw(st.sampled_from([MemSpace.SBUF, MemSpace.HBM]))
+    pa = draw(st.integers(0, len(shape) - 1)) if space is MemSpace.SBUF else 0
+    decl = TensorDecl(0, "t", space, shape, float32, pa)
+    first = tuple(draw(st.lists(st.one_of(st.integers(0, min(shape) - 1),
+                                          st.builds(slice, st.none() | st.integers(0, 1),
+                                                    st.none(), st.none() | st.integers(1, 2))),
+                                max_size=len(shape))))
+    second = tuple(draw(st.lists(_item(max(shape)), max_size=len(shape) + 1)))
+    return decl, first, second
+
+
+def _general(view: NkiTensor, key: tuple) -> tuple:
+    """What the general path gives: the view's geometry or the error."""
+    try:
+        v = view._index_basic(key)
+    except SimulatorError as e:
+        return ("error", type(e), e.message)
+    return ("view", v.shape, v.base, v.coefs, v.decl, v.dtype, v.space)
+
+
+def _geometry(v: NkiTensor) -> tuple:
+    return ("view", v.shape, v.base, v.coefs, v.decl, v.dtype, v.space)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_case())
+def test_fast_path_gives_the_general_paths_view(case) -> None:
+    decl, first, second = case
+    with Tracer(Program("t"), load_config(None)).active():
+        whole = NkiTensor.whole(decl)
+        if _general(whole, first)[0] == "error":
+            return
+        view = whole._index_basic(first)  # a view whose coefficients are not the identity
+        expected = _general(view, second)
+        if view_key(second) is not None:
+            got = basic_index(view.shape, view.base, view.coefs, second)
+            if got is not None:
+                assert ("view", *got, decl, view.dtype, view.space) == expected
+        for _ in range(2):  # the second time from the view cache
+            try:
+                result = _geometry(view[second])
+            except SimulatorError as e:
+                result = ("error", type(e), e.message)
+            assert result == expected
+
+
+def test_view_key_tells_bools_and_floats_from_ints() -> None:
+    """``True == 1`` and ``1.0 == 1`` hash alike; a cached view must never answer for them."""
+    assert view_key((1, slice(0, 2))) == (1, (0, 2, None))
+    for key in ((True,), (np.int64(1),), (slice(0, 2.0),), (slice(np.int64(0), 2),),
+                (None,), (Ellipsis,)):
+        assert view_key(key) is None
+
+
+def test_cached_view_does_not_hide_a_bad_index() -> None:
+    decl = TensorDecl(0, "t", MemSpace.SBUF, (4, 8), float32)
+    with Tracer(Program("t"), load_config(None)).active():
+        t = NkiTensor.whole(decl)
+        assert t[1] is t[1]  # cached
+        assert t[1, 0:2] is t[1, 0:2]
+        with pytest.raises(SimulatorError, match="expected an int, slice"):
+            t[True]
+        with pytest.raises(SimulatorError, match="expected integer bounds"):
+            t[1, 0:2.0]
