@@ -62,13 +62,15 @@ def loop_carried_reads(program: Program) -> list[LoopDependencyWarning]:
     reported: set[object] = set()
     live: dict[tuple[int, int], list[_Write]] = {}
     outermost = None
+    exact: dict[int, bool] = {}  # id(access) -> _exact(access): accesses repeat (accumulators)
     for ins in program.instructions:
-        if not ins.loops:
+        loops = ins.loops
+        if not loops:
             continue
-        if ins.loops[0][0] != outermost:  # a new outermost loop: nothing earlier can carry
+        if loops[0][0] != outermost:  # a new outermost loop: nothing earlier can carry
             live.clear()
-            outermost = ins.loops[0][0]
-        if ins.loc not in reported:
+            outermost = loops[0][0]
+        if not reported or ins.loc not in reported:
             for role, a in _plain_reads(ins):
                 hit = _carried_write(live, a, ins)
                 if hit is not None:
@@ -76,7 +78,7 @@ def loop_carried_reads(program: Program) -> list[LoopDependencyWarning]:
                     reported.add(ins.loc)
                     break
         for a in ins.dsts.values():
-            _record(live, a, ins)
+            _record(live, a, ins, exact)
     return found
 
 
@@ -90,6 +92,8 @@ def _plain_reads(ins: Instruction) -> list[tuple[str, Access]]:
     (``acc += x``, however the accumulator was first written: the ``nl.loop_reduce`` idiom)
     and the destination-keeping roles of partial writes. The implicit read of an accumulating
     matmul or DMA is not a source at all."""
+    if ins.opcode is not Opcode.TENSOR_TENSOR:  # (the only opcode _accumulates accepts)
+        return [(role, a) for role, a in ins.srcs.items() if role not in _KEEP_ROLES]
     acc = _accumulates(ins)
     out = ins.dsts.get("out")
     return [(role, a) for role, a in ins.srcs.items()
@@ -152,7 +156,7 @@ def _carried_write(live: dict, a: Access, ins: Instruction) -> tuple[_Write, tup
     return None
 
 
-def _record(live: dict, a: Access, ins: Instruction) -> None:
+def _record(live: dict, a: Access, ins: Instruction, exact_of: dict[int, bool]) -> None:
     r_lo, r_hi, c_lo, c_hi = a.row_lo, a.row_hi, a.col_lo, a.col_hi
     if r_hi <= r_lo:  # empty access
         return
@@ -166,7 +170,9 @@ def _record(live: dict, a: Access, ins: Instruction) -> None:
             live[key] = [new]
             continue
         if exact is None:
-            exact = _exact(a)
+            exact = exact_of.get(id(a))
+            if exact is None:
+                exact = exact_of[id(a)] = _exact(a)
         if exact:
             kept = []
             for w in old:

@@ -113,33 +113,37 @@ class NkiTensor:
         if self._access is not None:
             return self._access
         decl = self._resolved()
-        strides = decl.strides
+        shape = self.shape
         offset = 0
-        steps = [0] * len(self.shape)
-        for s, b, row in zip(strides, self.base, self.coefs):
+        steps = [0] * len(shape)
+        for s, b, row in zip(decl.strides, self.base, self.coefs):
             offset += s * b
-            for a, c in enumerate(row):
+            a = 0
+            for c in row:
                 if c:
                     steps[a] += s * c
-        self._access = Access(decl, offset, tuple(zip(steps, self.shape)))
+                a += 1
+        self._access = Access(decl, offset, tuple(zip(steps, shape)))
         return self._access
 
     def out_of_bounds(self) -> str | None:
         """Describe the first declared dim this view indexes out of range, or None."""
         decl = self._resolved()
-        if 0 in self.shape:
+        shape = self.shape
+        if 0 in shape:
             return None
-        for d, (b, row) in enumerate(zip(self.base, self.coefs)):
+        for d, (b, row, size) in enumerate(zip(self.base, self.coefs, decl.shape)):
             lo = hi = b
-            for c, n in zip(row, self.shape):
-                ext = c * (n - 1)
-                if ext < 0:
-                    lo += ext
-                else:
-                    hi += ext
-            if lo < 0 or hi >= decl.shape[d]:
+            for c, n in zip(row, shape):
+                if c:
+                    ext = c * (n - 1)
+                    if ext < 0:
+                        lo += ext
+                    else:
+                        hi += ext
+            if lo < 0 or hi >= size:
                 return (f"index of dim {d} of {decl.name} {list(decl.shape)}: expected "
-                        f"0..{decl.shape[d] - 1}, found {lo}..{hi}")
+                        f"0..{size - 1}, found {lo}..{hi}")
         return None
 
     def tile_error(self) -> str | None:
@@ -148,16 +152,17 @@ class NkiTensor:
         if decl.space is MemSpace.HBM:
             return None
         pa = decl.partition_axis
-        if not self.shape:
+        shape = self.shape
+        if not shape:
             return "a tile operand needs a partition dim"
         for d, row in enumerate(self.coefs):
-            for a, (c, n) in enumerate(zip(row, self.shape)):
-                if n == 1 or c == 0:
-                    continue
-                if (d == pa) != (a == 0) or (d == pa and c != 1):
+            a = 0
+            for c, n in zip(row, shape):
+                if c and n != 1 and ((d == pa) != (a == 0) or (d == pa and c != 1)):
                     return (f"the first axis of a tile operand must be its partition dim, with "
                             f"contiguous partitions; {decl.name} is indexed so that its "
                             f"partition dim is not the view's first axis")
+                a += 1
         return None
 
     def shrink(self, box: tuple[tuple[int, int], ...] | None,
