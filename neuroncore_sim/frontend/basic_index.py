@@ -19,7 +19,7 @@ from typing import Any
 #: stationary block of a blocked matmul ([K tiles x M tiles] slices of one tile).
 VIEW_CACHE_SIZE = 1024
 
-Geometry = tuple[tuple[int, ...], tuple[int, ...], tuple[tuple[int, ...], ...]]
+Geometry = tuple[tuple[int, ...], tuple[int, ...], tuple[tuple[int, ...], ...], bool]
 
 
 def view_key(key: tuple[Any, ...]) -> tuple[Any, ...] | None:
@@ -48,9 +48,10 @@ def view_key(key: tuple[Any, ...]) -> tuple[Any, ...] | None:
 
 def basic_index(shape_in: tuple[int, ...], base: tuple[int, ...],
                 coefs: tuple[tuple[int, ...], ...], key: tuple[Any, ...]) -> Geometry | None:
-    """(shape, base, coefs) of the view ``key`` selects, for a key :func:`view_key` accepts,
-    or None when the general path must decide (too many items, an index out of range, an
-    empty slice, a step that is not positive).
+    """(shape, base, coefs, within) of the view ``key`` selects, for a key :func:`view_key`
+    accepts, or None when the general path must decide (too many items, an index out of
+    range, an empty slice, a step that is not positive). ``within``: every slice stays inside
+    its axis, so the view stays inside its parent.
 
     The view maps its axes onto the declared tensor like its parent (see ``tensor.py``): an
     int item moves the base along its axis and drops the axis; a slice moves the base to its
@@ -64,6 +65,7 @@ def basic_index(shape_in: tuple[int, ...], base: tuple[int, ...],
     kept: list[tuple[int, int]] = []  # (axis, step) of the axes the view keeps
     shape: list[int] = []
     strided = False  # an axis is dropped or scaled: the coefficients change
+    within = True
     axis = 0
     for item in key:
         n = shape_in[axis]
@@ -89,6 +91,8 @@ def basic_index(shape_in: tuple[int, ...], base: tuple[int, ...],
                 return None
             if start:
                 moved.append((axis, start))
+            if start < 0 or start + (size - 1) * step >= n:
+                within = False
             kept.append((axis, step))
             shape.append(size)
         axis += 1
@@ -105,4 +109,4 @@ def basic_index(shape_in: tuple[int, ...], base: tuple[int, ...],
         base = tuple(new_base)
     if strided:
         coefs = tuple([tuple([row[a] * step for a, step in kept]) for row in coefs])
-    return tuple(shape), base, coefs
+    return tuple(shape), base, coefs, within

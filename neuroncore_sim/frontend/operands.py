@@ -146,7 +146,7 @@ def operand(t: Any, what: str, spaces: tuple[MemSpace, ...] = ON_CHIP,
         raise tr.fail(MemorySpaceError,
                       f"{what}: expected a tensor in {names}, found {t.space.value}")
     if not t._checked:  # once per view: views never change
-        problem = t.out_of_bounds()
+        problem = None if t._inside else t.out_of_bounds()
         if problem:
             raise tr.fail(AccessError, f"{what}: out of bounds: {problem}")
         problem = t.tile_error()

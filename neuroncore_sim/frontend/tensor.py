@@ -39,11 +39,11 @@ class NkiTensor:
     """
 
     __slots__ = ("decl", "shape", "dtype", "base", "coefs", "space", "lease", "_access",
-                 "_checked", "_views")
+                 "_checked", "_views", "_inside")
 
     def __init__(self, decl: TensorDecl | None, shape: tuple[int, ...], dtype: np.dtype,
                  base: tuple[int, ...], coefs: tuple[tuple[int, ...], ...],
-                 space: MemSpace, lease: object = None) -> None:
+                 space: MemSpace, lease: object = None, *, inside: bool = False) -> None:
         self.decl = decl
         self.lease = lease  # keeps an on-chip tile's storage while any view of it lives
         self.shape = shape
@@ -54,6 +54,7 @@ class NkiTensor:
         self._access: Access | None = None  # computed once: views never change
         self._checked = False  # bounds and layout already validated
         self._views: dict[tuple[Any, ...], NkiTensor] | None = None  # see basic_index.py
+        self._inside = inside  # known to lie inside its tensor: out_of_bounds() is None
 
     @classmethod
     def whole(cls, decl: TensorDecl) -> NkiTensor:
@@ -65,7 +66,7 @@ class NkiTensor:
                 tuple(1 if a == d else 0 for a in range(nd)) for d in range(nd)))
         tr = _tracer.active_or_none()
         return cls(decl, decl.shape, decl.dtype, base_coefs[0], base_coefs[1], decl.space,
-                   tr.lease(decl) if tr is not None else None)
+                   tr.lease(decl) if tr is not None else None, inside=True)
 
     @classmethod
     def pending(cls, shape: tuple[int, ...], dtype: np.dtype, space: MemSpace) -> NkiTensor:
@@ -84,7 +85,7 @@ class NkiTensor:
         self.decl, self.base, self.coefs, self.space = view.decl, view.base, view.coefs, view.space
         self.dtype, self.lease = view.dtype, view.lease
         self._access, self._checked = view._access, view._checked
-        self._views = None
+        self._views, self._inside = None, view._inside
 
     def _resolved(self) -> TensorDecl:
         if self.decl is None:
@@ -236,9 +237,10 @@ class NkiTensor:
             if geometry is not None:
                 if len(views) >= VIEW_CACHE_SIZE:
                     del views[next(iter(views))]
-                shape, base, coefs = geometry
+                shape, base, coefs, within = geometry
                 view = views[cache_key] = NkiTensor(self.decl, shape, self.dtype, base, coefs,
-                                                    self.space, self.lease)
+                                                    self.space, self.lease,
+                                                    inside=within and self._inside)
                 return view
         if any(isinstance(k, (NkiTensor, DynamicIndex)) for k in key):
             if self.space is MemSpace.HBM:  # an index tile: indirect DMA operand
