@@ -123,7 +123,7 @@ def _is_reduction(writer: Instruction, reader: Instruction) -> bool:
 
 def _bucket_size(a: Access) -> int:
     rows = a.tensor.rows
-    return _BUCKET_ROWS if rows > _BUCKET_ABOVE_ROWS else max(1, rows)
+    return _BUCKET_ROWS if rows > _BUCKET_ABOVE_ROWS else rows if rows > 1 else 1
 
 
 def _carried_over(writer: Instruction, reader: Instruction) -> tuple[int, int, int] | None:
@@ -164,7 +164,8 @@ def _record(live: dict, a: Access, ins: Instruction, exact_of: dict[int, bool]) 
     exact = None
     for b in range(r_lo // size, (r_hi - 1) // size + 1):
         key = (tid, b)
-        new = _Write(max(r_lo, b * size), min(r_hi, (b + 1) * size), c_lo, c_hi, a, ins)
+        lo, hi = b * size, (b + 1) * size  # the rows of bucket b
+        new = _Write(r_lo if r_lo > lo else lo, r_hi if r_hi < hi else hi, c_lo, c_hi, a, ins)
         old = live.get(key)
         if not old:  # the usual case: the first write of a fresh tile
             live[key] = [new]
