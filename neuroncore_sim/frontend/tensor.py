@@ -53,7 +53,9 @@ class NkiTensor:
         self.space = space
         self._access: Access | None = None  # computed once: views never change
         self._checked = False  # bounds and layout already validated
-        self._views: dict[tuple[Any, ...], NkiTensor] | None = None  # see basic_index.py
+        # The views indexing hands out, by key (basic_index.py). Only whole views keep one: a
+        # view of a view is not cached, which bounds the cache to VIEW_CACHE_SIZE per tensor.
+        self._views: dict[tuple[Any, ...], NkiTensor] | None = None
         self._inside = inside  # known to lie inside its tensor: out_of_bounds() is None
 
     @classmethod
@@ -65,8 +67,10 @@ class NkiTensor:
             base_coefs = _IDENTITY[nd] = ((0,) * nd, tuple(
                 tuple(1 if a == d else 0 for a in range(nd)) for d in range(nd)))
         tr = _tracer.active_or_none()
-        return cls(decl, decl.shape, decl.dtype, base_coefs[0], base_coefs[1], decl.space,
+        view = cls(decl, decl.shape, decl.dtype, base_coefs[0], base_coefs[1], decl.space,
                    tr.lease(decl) if tr is not None else None, inside=True)
+        view._views = {}
+        return view
 
     @classmethod
     def pending(cls, shape: tuple[int, ...], dtype: np.dtype, space: MemSpace) -> NkiTensor:
@@ -85,7 +89,8 @@ class NkiTensor:
         self.decl, self.base, self.coefs, self.space = view.decl, view.base, view.coefs, view.space
         self.dtype, self.lease = view.dtype, view.lease
         self._access, self._checked = view._access, view._checked
-        self._views, self._inside = None, view._inside
+        self._views = {} if view._views is not None else None
+        self._inside = view._inside
 
     def _resolved(self) -> TensorDecl:
         if self.decl is None:
@@ -227,20 +232,19 @@ class NkiTensor:
         cache_key = view_key(key)
         if cache_key is not None:  # ints and slices: the fast path, cached (views never change)
             views = self._views
-            if views is None:
-                views = self._views = {}
-            else:
+            if views is not None:
                 view = views.get(cache_key)
                 if view is not None:
                     return view
             geometry = basic_index(self.shape, self.base, self.coefs, key)
             if geometry is not None:
-                if len(views) >= VIEW_CACHE_SIZE:
-                    del views[next(iter(views))]
                 shape, base, coefs, within = geometry
-                view = views[cache_key] = NkiTensor(self.decl, shape, self.dtype, base, coefs,
-                                                    self.space, self.lease,
-                                                    inside=within and self._inside)
+                view = NkiTensor(self.decl, shape, self.dtype, base, coefs, self.space,
+                                 self.lease, inside=within and self._inside)
+                if views is not None:
+                    if len(views) >= VIEW_CACHE_SIZE:
+                        del views[next(iter(views))]
+                    views[cache_key] = view
                 return view
         if any(isinstance(k, (NkiTensor, DynamicIndex)) for k in key):
             if self.space is MemSpace.HBM:  # an index tile: indirect DMA operand
