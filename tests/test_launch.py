@@ -117,3 +117,32 @@ def test_keyword_after_a_defaulted_parameter_keeps_its_name():
     assert seen == {"cols": 2, "boom": False, "tag": "t"}
     ncs.simulate(kernel, np.zeros((128, 4), np.float32), 3, tag="u", functional=False)
     assert seen == {"cols": 3, "boom": False, "tag": "u"}
+
+
+def test_simulate_pauses_the_garbage_collector_and_restores_it():
+    """Tracing and timing run with Python's cyclic GC paused (simulate._gc_paused); it is on
+    again afterwards, also after a kernel error, and stays off if the caller had turned it off."""
+    import gc
+
+    seen = []
+
+    def k(a, b):
+        seen.append(gc.isenabled())
+        return add(a, b)
+
+    def broken(a):
+        return nl.exp(a)  # an HBM operand: a KernelError
+
+    spec = nt.tensor[[256, 128], nl.float32]
+    assert gc.isenabled()
+    ncs.simulate(k, spec, spec, functional=False)
+    assert seen == [False] and gc.isenabled()
+    with pytest.raises(SimulatorError, match="expected a tile in sbuf"):
+        ncs.simulate(broken, spec, functional=False)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        ncs.simulate(k, spec, spec, functional=False)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
