@@ -54,11 +54,22 @@ _FLOAT_RANK = {"float8_e4m3": 0, "float8_e5m2": 0, "bfloat16": 1, "float16": 1, 
 
 def dtype_name(dt: np.dtype) -> str:
     """NKI name of a dtype ("bfloat16", "tfloat32", ...)."""
+    known = _KNOWN.get(id(dt))  # by identity: tfloat32 == float32, and this runs per operand
+    if known is not None and known[0] is dt:
+        return known[1]
+    return _dtype_name(dt)
+
+
+def _dtype_name(dt: np.dtype) -> str:
     if dt.metadata and dt.metadata.get("nki") == "tfloat32":
         return "tfloat32"
     if dt == bool_:
         return "bool"
     return dt.name
+
+
+#: id -> (dtype, name) of the NKI dtype objects (the usual argument of dtype_name).
+_KNOWN = {id(dt): (dt, _dtype_name(dt)) for dt in BY_NAME.values()}
 
 
 def to_dtype(value: object, what: str = "dtype") -> np.dtype:

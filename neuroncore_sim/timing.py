@@ -141,6 +141,8 @@ class _InstanceRun:
         self.dma = DmaEngines(config, t0)
         self.overhead: dict[int, float] = {}
         self.sources: dict[object, str] = {}  # SourceLoc -> "file.py:LINE" (str() is slow)
+        self._last_source: tuple[object, str] = (None, "")  # the last (loc, source) looked up
+        self._pipe: dict[str, float] = {}  # queue name -> pipeline_latency_ns of its engine
         self.edges = {iid: self._edges(iid) for iid in self.by_id}
 
     # --- setup ------------------------------------------------------------------------------
@@ -154,13 +156,20 @@ class _InstanceRun:
             if qp == DMA_QUEUE:
                 extra = cfg.semaphore_latency_ns
             elif qp == q:  # same in-order engine: only RAW edges remain
-                extra = 0.0 if q == "tensor" else pipeline_latency_ns(Engine(q), cfg)
+                extra = 0.0 if q == "tensor" else self._pipeline_ns(q)
             elif kind == WAR:
                 extra = cfg.semaphore_latency_ns
             else:
-                extra = pipeline_latency_ns(Engine(qp), cfg) + cfg.semaphore_latency_ns
+                extra = self._pipeline_ns(qp) + cfg.semaphore_latency_ns
             out.append((p, extra))
         return out
+
+    def _pipeline_ns(self, queue: str) -> float:
+        """``pipeline_latency_ns`` of a compute queue's engine (computed once per queue)."""
+        ns = self._pipe.get(queue)
+        if ns is None:
+            ns = self._pipe[queue] = pipeline_latency_ns(Engine(queue), self.cfg)
+        return ns
 
     def _mark_dependent_vector(self, ids: tuple[int, ...]) -> None:
         """A VectorE instruction RAW-dependent on the one just before it pays the static
@@ -217,9 +226,12 @@ class _InstanceRun:
 
     def _record(self, ins: Instruction, engine: str, opcode: str, start: float, end: float,
                 nbytes: int, why: str) -> None:
-        source = self.sources.get(ins.loc)
-        if source is None:
-            source = self.sources[ins.loc] = str(ins.loc) if ins.loc is not None else ""
+        last_loc, source = self._last_source
+        if ins.loc is not last_loc:  # (DMA transfers of one instruction come in a row)
+            source = self.sources.get(ins.loc)
+            if source is None:
+                source = self.sources[ins.loc] = str(ins.loc) if ins.loc is not None else ""
+            self._last_source = (ins.loc, source)
         self.events.append(Event(ins.id, engine, opcode, start, end, nbytes, why, source,
                                  ins.instance))
 
@@ -306,6 +318,7 @@ class _InstanceRun:
         why = yield from self._wait(self.edges[iid])
         done, placed = self.dma.issue(ins, self.env.now)
         self._finish(iid, done)
+        opcode = ins.opcode.value
         for pt in placed:
-            self._record(ins, dma_row(pt.engine_index), ins.opcode.value, pt.start_ns,
+            self._record(ins, dma_row(pt.engine_index), opcode, pt.start_ns,
                          pt.end_ns, pt.transfer.nbytes, "dma_engine" if pt.engine_wait else why)

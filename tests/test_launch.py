@@ -134,3 +134,32 @@ def test_outputs_are_handed_over_and_repeats_are_independent_copies():
     assert not np.shares_memory(first, second) and not np.shares_memory(first, a)
     first[0, 0] = -5
     assert second[0, 0] == 1
+
+
+def test_simulate_pauses_the_garbage_collector_and_restores_it():
+    """Tracing and timing run with Python's cyclic GC paused (simulate._gc_paused); it is on
+    again afterwards, also after a kernel error, and stays off if the caller had turned it off."""
+    import gc
+
+    seen = []
+
+    def k(a, b):
+        seen.append(gc.isenabled())
+        return add(a, b)
+
+    def broken(a):
+        return nl.exp(a)  # an HBM operand: a KernelError
+
+    spec = nt.tensor[[256, 128], nl.float32]
+    assert gc.isenabled()
+    ncs.simulate(k, spec, spec, functional=False)
+    assert seen == [False] and gc.isenabled()
+    with pytest.raises(SimulatorError, match="expected a tile in sbuf"):
+        ncs.simulate(broken, spec, functional=False)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        ncs.simulate(k, spec, spec, functional=False)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

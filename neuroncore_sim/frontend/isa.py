@@ -129,9 +129,9 @@ def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = Fal
               perf_mode: Any = None) -> NkiTensor:
     """``stationary.T @ moving`` on TensorE, into a new PSUM tile (float32)."""
     what = "nc_matmul"
-    if getattr(perf_mode, "name", perf_mode) not in (None, "none"):
+    if perf_mode is not None and getattr(perf_mode, "name", perf_mode) not in (None, "none"):
         raise v3_error(f"nc_matmul perf_mode={getattr(perf_mode, 'name', perf_mode)}")
-    st, mv = _tile(stationary, f"{what} stationary"), _tile(moving, f"{what} moving")
+    st, mv = _tile(stationary, "nc_matmul stationary"), _tile(moving, "nc_matmul moving")
     cfg = _tracer.current(what).config
     for t, role in ((st, "stationary"), (mv, "moving")):
         if t.space is not MemSpace.SBUF:

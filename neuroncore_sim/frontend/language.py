@@ -244,8 +244,8 @@ def accumulate(target: NkiTensor, value: Any, op: str) -> NkiTensor:
             and pending.opcode is Opcode.NC_MATMUL and target.space is MemSpace.PSUM
             and value.shape == target.shape):
         tr.take_pending(value)
-        tr.complete(pending, operand(target.shrink(pending.box), "matmul accumulation target",
-                                          engine=pending.engine),
+        dst = target if pending.box is None else target.shrink(pending.box)
+        tr.complete(pending, operand(dst, "matmul accumulation target", engine=pending.engine),
                     accumulate=True)
         value.retarget(target)
         return target

@@ -62,13 +62,15 @@ def loop_carried_reads(program: Program) -> list[LoopDependencyWarning]:
     reported: set[object] = set()
     live: dict[tuple[int, int], list[_Write]] = {}
     outermost = None
+    exact: dict[int, bool] = {}  # id(access) -> _exact(access): accesses repeat (accumulators)
     for ins in program.instructions:
-        if not ins.loops:
+        loops = ins.loops
+        if not loops:
             continue
-        if ins.loops[0][0] != outermost:  # a new outermost loop: nothing earlier can carry
+        if loops[0][0] != outermost:  # a new outermost loop: nothing earlier can carry
             live.clear()
-            outermost = ins.loops[0][0]
-        if ins.loc not in reported:
+            outermost = loops[0][0]
+        if not reported or ins.loc not in reported:
             for role, a in _plain_reads(ins):
                 hit = _carried_write(live, a, ins)
                 if hit is not None:
@@ -76,7 +78,7 @@ def loop_carried_reads(program: Program) -> list[LoopDependencyWarning]:
                     reported.add(ins.loc)
                     break
         for a in ins.dsts.values():
-            _record(live, a, ins)
+            _record(live, a, ins, exact)
     return found
 
 
@@ -90,6 +92,8 @@ def _plain_reads(ins: Instruction) -> list[tuple[str, Access]]:
     (``acc += x``, however the accumulator was first written: the ``nl.loop_reduce`` idiom)
     and the destination-keeping roles of partial writes. The implicit read of an accumulating
     matmul or DMA is not a source at all."""
+    if ins.opcode is not Opcode.TENSOR_TENSOR:  # (the only opcode _accumulates accepts)
+        return [(role, a) for role, a in ins.srcs.items() if role not in _KEEP_ROLES]
     acc = _accumulates(ins)
     out = ins.dsts.get("out")
     return [(role, a) for role, a in ins.srcs.items()
@@ -119,7 +123,7 @@ def _is_reduction(writer: Instruction, reader: Instruction) -> bool:
 
 def _bucket_size(a: Access) -> int:
     rows = a.tensor.rows
-    return _BUCKET_ROWS if rows > _BUCKET_ABOVE_ROWS else max(1, rows)
+    return _BUCKET_ROWS if rows > _BUCKET_ABOVE_ROWS else rows if rows > 1 else 1
 
 
 def _carried_over(writer: Instruction, reader: Instruction) -> tuple[int, int, int] | None:
@@ -134,14 +138,16 @@ def _carried_over(writer: Instruction, reader: Instruction) -> tuple[int, int, i
 
 
 def _carried_write(live: dict, a: Access, ins: Instruction) -> tuple[_Write, tuple] | None:
-    if a.row_hi <= a.row_lo:  # empty access
+    r_lo, r_hi, c_lo, c_hi = a.row_lo, a.row_hi, a.col_lo, a.col_hi
+    if r_hi <= r_lo:  # empty access
         return None
     tid, size = a.tensor.id, _bucket_size(a)
-    for b in range(a.row_lo // size, (a.row_hi - 1) // size + 1):
+    for b in range(r_lo // size, (r_hi - 1) // size + 1):
         for w in live.get((tid, b), ()):
-            if not (w.r_lo < a.row_hi and a.row_lo < w.r_hi and w.c_lo < a.col_hi
-                    and a.col_lo < w.c_hi):
+            if not (w.r_lo < r_hi and r_lo < w.r_hi and w.c_lo < c_hi and c_lo < w.c_hi):
                 continue
+            if w.ins.loops == ins.loops:
+                continue  # the same iteration (the common case: a tile used where it was loaded)
             over = _carried_over(w.ins, ins)
             if over is None or _is_reduction(w.ins, ins):
                 continue
@@ -150,23 +156,31 @@ def _carried_write(live: dict, a: Access, ins: Instruction) -> tuple[_Write, tup
     return None
 
 
-def _record(live: dict, a: Access, ins: Instruction) -> None:
-    if a.row_hi <= a.row_lo:  # empty access
+def _record(live: dict, a: Access, ins: Instruction, exact_of: dict[int, bool]) -> None:
+    r_lo, r_hi, c_lo, c_hi = a.row_lo, a.row_hi, a.col_lo, a.col_hi
+    if r_hi <= r_lo:  # empty access
         return
     tid, size = a.tensor.id, _bucket_size(a)
     exact = None
-    for b in range(a.row_lo // size, (a.row_hi - 1) // size + 1):
+    for b in range(r_lo // size, (r_hi - 1) // size + 1):
         key = (tid, b)
-        new = _Write(max(a.row_lo, b * size), min(a.row_hi, (b + 1) * size), a.col_lo,
-                     a.col_hi, a, ins)
+        lo, hi = b * size, (b + 1) * size  # the rows of bucket b
+        new = _Write(r_lo if r_lo > lo else lo, r_hi if r_hi < hi else hi, c_lo, c_hi, a, ins)
         old = live.get(key)
         if not old:  # the usual case: the first write of a fresh tile
             live[key] = [new]
             continue
         if exact is None:
-            exact = _exact(a)
+            exact = exact_of.get(id(a))
+            if exact is None:
+                exact = exact_of[id(a)] = _exact(a)
         if exact:
-            kept = [p for w in old for p in _subtract(w, a)]
+            kept = []
+            for w in old:
+                if w.r_lo < r_hi and r_lo < w.r_hi and w.c_lo < c_hi and c_lo < w.c_hi:
+                    kept.extend(_subtract(w, a))
+                else:  # (what _subtract gives for a rectangle it does not meet)
+                    kept.append(w)
         else:  # only a write of the very same region surely replaces an earlier one
             kept = [w for w in old if not (w.access.offset == a.offset
                                            and w.access.pattern == a.pattern)]
@@ -176,8 +190,12 @@ def _record(live: dict, a: Access, ins: Instruction) -> None:
 
 def _exact(a: Access) -> bool:
     """True when an access selects every element of its bounding rectangle exactly once."""
-    return (a.size == (a.row_hi - a.row_lo) * (a.col_hi - a.col_lo)
-            and all(s != 0 or n == 1 for s, n in a.pattern))
+    size = 1
+    for s, n in a.pattern:
+        if s == 0 and n != 1:
+            return False
+        size *= n
+    return size == (a.row_hi - a.row_lo) * (a.col_hi - a.col_lo)
 
 
 def _subtract(w: _Write, a: Access) -> list[_Write]:

@@ -63,6 +63,10 @@ def _shift(pred: Predicate, lo: tuple[int, ...]) -> Predicate:
     return Predicate(pred.op, None, tuple(_shift(p, lo) for p in pred.parts))
 
 
+#: What :func:`mask_box` gives for ``mask=None``.
+_NO_MASK = (None, None, False)
+
+
 def mask_box(mask: Any, shape: tuple[int, ...]
              ) -> tuple[tuple[tuple[int, int], ...] | None, Predicate | None, bool]:
     """Evaluate ``mask`` over ``shape``.
@@ -104,9 +108,10 @@ def start_partition_error(acc: Access) -> str | None:
     An engine access over P partitions must start at partition 0 when 64 < P <= 128, at 0 or 64
     when 32 < P <= 64, and at 0, 32, 64 or 96 when P <= 32.
     """
-    if acc.tensor.space not in ON_CHIP or acc.size == 0:
-        return None
-    start, p = acc.row_lo, acc.row_hi - acc.row_lo
+    start = acc.row_lo
+    if start == 0 or acc.tensor.space not in ON_CHIP or acc.size == 0:
+        return None  # (partition 0 is always allowed: the common case, decided first)
+    p = acc.row_hi - start
     allowed = (0,) if p > 64 else (0, 64) if p > 32 else (0, 32, 64, 96)
     if start in allowed:
         return None
@@ -140,17 +145,17 @@ def operand(t: Any, what: str, spaces: tuple[MemSpace, ...] = ON_CHIP,
         names = " or ".join(s.value for s in spaces)
         raise tr.fail(MemorySpaceError,
                       f"{what}: expected a tensor in {names}, found {t.space.value}")
-    if not t._checked:
-        problem = t.out_of_bounds()
+    if not t._checked:  # once per view: views never change
+        problem = None if t._inside else t.out_of_bounds()
         if problem:
             raise tr.fail(AccessError, f"{what}: out of bounds: {problem}")
         problem = t.tile_error()
         if problem:
             raise tr.fail(AccessError, f"{what}: {problem}")
         t._checked = True
-    acc = t.access()
-    if engine is not None and engine is not Engine.DMA:
-        problem = start_partition_error(acc)
+    acc = t._access if t._access is not None else t.access()
+    if engine is not None and engine is not Engine.DMA and acc.row_lo:
+        problem = start_partition_error(acc)  # (partition 0 is always allowed)
         if problem:
             raise tr.fail(AccessError, f"{what}: start-partition rule: {problem}")
     return acc
@@ -164,19 +169,19 @@ def issue(what: str, opcode: Opcode, engine: Engine, out_shape: tuple[int, ...],
     """Issue a compute instruction whose main output is a new (pending) tile."""
     tr = _tracer.current(what)
     loc = tr.user_loc()
-    out_shape = tuple(int(s) for s in out_shape)
+    out_shape = tuple([int(s) for s in out_shape])
     if out_shape and not 1 <= out_shape[0] <= tr.config.num_partitions:
         raise tr.fail(ShapeError, f"{what}: the result's partition dim (dim 0) must be 1.."
                       f"{tr.config.num_partitions}; found shape {list(out_shape)}")
-    box, residual, empty = mask_box(mask, out_shape)
+    box, residual, empty = mask_box(mask, out_shape) if mask is not None else _NO_MASK
     if empty:
         # The compiler drops a fully masked instruction; the result tile is left unwritten.
         decl = tr.new_tensor(out_space, out_shape, out_dtype, site=loc)
         return NkiTensor.whole(decl)
-    src_acc = {k: operand(v.shrink(box, out_shape), f"{what} {k}", spaces, engine)
-               for k, v in srcs.items()}
+    src_acc = {k: operand(v if box is None else v.shrink(box, out_shape), f"{what} {k}",
+                          spaces, engine) for k, v in srcs.items()}
     dst_acc = {k: operand(v.shrink(box, out_shape), f"{what} {k}", ON_CHIP, engine)
-               for k, v in (extra_dsts or {}).items()}
+               for k, v in extra_dsts.items()} if extra_dsts else {}
     result = NkiTensor.pending(out_shape, out_dtype, out_space)
     tr.set_pending(_tracer.PendingOp(opcode, engine, src_acc, attrs, dst_acc, residual, box, loc,
                                      result))

@@ -21,7 +21,12 @@ from ..dtypes import dtype_name
 from ..errors import AccessError, KernelError, SimulatorError, UnsupportedError
 from ..ir import Access, MemSpace, TensorDecl
 from . import tracer as _tracer
+from .basic_index import VIEW_CACHE_SIZE, basic_index, view_key
 from .indexing import DynamicIndex, IndexExpr, _is_int
+
+
+#: rank -> (base, coefs) of a whole tensor's view (the identity map), built once per rank
+_IDENTITY: dict[int, tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]] = {}
 
 
 class NkiTensor:
@@ -34,11 +39,11 @@ class NkiTensor:
     """
 
     __slots__ = ("decl", "shape", "dtype", "base", "coefs", "space", "lease", "_access",
-                 "_checked")
+                 "_checked", "_views", "_inside")
 
     def __init__(self, decl: TensorDecl | None, shape: tuple[int, ...], dtype: np.dtype,
                  base: tuple[int, ...], coefs: tuple[tuple[int, ...], ...],
-                 space: MemSpace, lease: object = None) -> None:
+                 space: MemSpace, lease: object = None, *, inside: bool = False) -> None:
         self.decl = decl
         self.lease = lease  # keeps an on-chip tile's storage while any view of it lives
         self.shape = shape
@@ -48,15 +53,24 @@ class NkiTensor:
         self.space = space
         self._access: Access | None = None  # computed once: views never change
         self._checked = False  # bounds and layout already validated
+        # The views indexing hands out, by key (basic_index.py). Only whole views keep one: a
+        # view of a view is not cached, which bounds the cache to VIEW_CACHE_SIZE per tensor.
+        self._views: dict[tuple[Any, ...], NkiTensor] | None = None
+        self._inside = inside  # known to lie inside its tensor: out_of_bounds() is None
 
     @classmethod
     def whole(cls, decl: TensorDecl) -> NkiTensor:
         """A view of all of ``decl`` in its declared shape."""
         nd = len(decl.shape)
-        coefs = tuple(tuple(1 if a == d else 0 for a in range(nd)) for d in range(nd))
+        base_coefs = _IDENTITY.get(nd)
+        if base_coefs is None:
+            base_coefs = _IDENTITY[nd] = ((0,) * nd, tuple(
+                tuple(1 if a == d else 0 for a in range(nd)) for d in range(nd)))
         tr = _tracer.active_or_none()
-        return cls(decl, decl.shape, decl.dtype, (0,) * nd, coefs, decl.space,
-                   tr.lease(decl) if tr is not None else None)
+        view = cls(decl, decl.shape, decl.dtype, base_coefs[0], base_coefs[1], decl.space,
+                   tr.lease(decl) if tr is not None else None, inside=True)
+        view._views = {}
+        return view
 
     @classmethod
     def pending(cls, shape: tuple[int, ...], dtype: np.dtype, space: MemSpace) -> NkiTensor:
@@ -75,6 +89,8 @@ class NkiTensor:
         self.decl, self.base, self.coefs, self.space = view.decl, view.base, view.coefs, view.space
         self.dtype, self.lease = view.dtype, view.lease
         self._access, self._checked = view._access, view._checked
+        self._views = {} if view._views is not None else None
+        self._inside = view._inside
 
     def _resolved(self) -> TensorDecl:
         if self.decl is None:
@@ -103,33 +119,37 @@ class NkiTensor:
         if self._access is not None:
             return self._access
         decl = self._resolved()
-        strides = decl.strides
+        shape = self.shape
         offset = 0
-        steps = [0] * len(self.shape)
-        for s, b, row in zip(strides, self.base, self.coefs):
+        steps = [0] * len(shape)
+        for s, b, row in zip(decl.strides, self.base, self.coefs):
             offset += s * b
-            for a, c in enumerate(row):
+            a = 0
+            for c in row:
                 if c:
                     steps[a] += s * c
-        self._access = Access(decl, offset, tuple(zip(steps, self.shape)))
+                a += 1
+        self._access = Access(decl, offset, tuple(zip(steps, shape)))
         return self._access
 
     def out_of_bounds(self) -> str | None:
         """Describe the first declared dim this view indexes out of range, or None."""
         decl = self._resolved()
-        if 0 in self.shape:
+        shape = self.shape
+        if 0 in shape:
             return None
-        for d, (b, row) in enumerate(zip(self.base, self.coefs)):
+        for d, (b, row, size) in enumerate(zip(self.base, self.coefs, decl.shape)):
             lo = hi = b
-            for c, n in zip(row, self.shape):
-                ext = c * (n - 1)
-                if ext < 0:
-                    lo += ext
-                else:
-                    hi += ext
-            if lo < 0 or hi >= decl.shape[d]:
+            for c, n in zip(row, shape):
+                if c:
+                    ext = c * (n - 1)
+                    if ext < 0:
+                        lo += ext
+                    else:
+                        hi += ext
+            if lo < 0 or hi >= size:
                 return (f"index of dim {d} of {decl.name} {list(decl.shape)}: expected "
-                        f"0..{decl.shape[d] - 1}, found {lo}..{hi}")
+                        f"0..{size - 1}, found {lo}..{hi}")
         return None
 
     def tile_error(self) -> str | None:
@@ -138,16 +158,17 @@ class NkiTensor:
         if decl.space is MemSpace.HBM:
             return None
         pa = decl.partition_axis
-        if not self.shape:
+        shape = self.shape
+        if not shape:
             return "a tile operand needs a partition dim"
         for d, row in enumerate(self.coefs):
-            for a, (c, n) in enumerate(zip(row, self.shape)):
-                if n == 1 or c == 0:
-                    continue
-                if (d == pa) != (a == 0) or (d == pa and c != 1):
+            a = 0
+            for c, n in zip(row, shape):
+                if c and n != 1 and ((d == pa) != (a == 0) or (d == pa and c != 1)):
                     return (f"the first axis of a tile operand must be its partition dim, with "
                             f"contiguous partitions; {decl.name} is indexed so that its "
                             f"partition dim is not the view's first axis")
+                a += 1
         return None
 
     def shrink(self, box: tuple[tuple[int, int], ...] | None,
@@ -205,8 +226,26 @@ class NkiTensor:
 
     # --- indexing ------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> NkiTensor:
-        self._resolved()
+        if self.decl is None:
+            self._resolved()
         key = key if isinstance(key, tuple) else (key,)
+        cache_key = view_key(key)
+        if cache_key is not None:  # ints and slices: the fast path, cached (views never change)
+            views = self._views
+            if views is not None:
+                view = views.get(cache_key)
+                if view is not None:
+                    return view
+            geometry = basic_index(self.shape, self.base, self.coefs, key)
+            if geometry is not None:
+                shape, base, coefs, within = geometry
+                view = NkiTensor(self.decl, shape, self.dtype, base, coefs, self.space,
+                                 self.lease, inside=within and self._inside)
+                if views is not None:
+                    if len(views) >= VIEW_CACHE_SIZE:
+                        del views[next(iter(views))]
+                    views[cache_key] = view
+                return view
         if any(isinstance(k, (NkiTensor, DynamicIndex)) for k in key):
             if self.space is MemSpace.HBM:  # an index tile: indirect DMA operand
                 from .indirect import indirect_view

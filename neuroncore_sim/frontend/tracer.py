@@ -259,7 +259,7 @@ class Tracer:
         n = self._names.get(base, 0)
         self._names[base] = n + 1
         decl = TensorDecl(len(self.program.tensors), base if n == 0 and name else f"{base}{n}",
-                          space, tuple(int(s) for s in shape), dtype, partition_axis, kind, site,
+                          space, tuple([int(s) for s in shape]), dtype, partition_axis, kind, site,
                           placement)
         self.program.tensors.append(decl)
         if kind == "output":
