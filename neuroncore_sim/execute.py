@@ -18,7 +18,8 @@ from .checks import ValueChecks
 from .config import NeuronCoreConfig
 from .dtypes import cast, dtype_name
 from .errors import KernelError, ShapeError, SimulatorError, UnsupportedError, expected
-from .ir import Access, Engine, Instruction, Opcode, TensorDecl
+from .hbm_origin import HbmOrigins
+from .ir import Access, Engine, Instruction, MemSpace, Opcode, TensorDecl
 from .memory import Memory
 from .psum_chain import PsumChains
 from .semantics import SEMANTICS, Out, accumulate, canon
@@ -53,7 +54,9 @@ class Executor:
         #: Tensors of dtype tfloat32 (their float32 storage hides the rounding a write needs).
         self._tf32: set[TensorDecl] = set()
         #: nc_matmul held back and evaluated as one GEMM per PSUM accumulation chain.
-        self._chains = PsumChains(self.memory)
+        #: tile regions that are untouched copies of HBM regions (the chains' GEMMs read HBM)
+        self._origins = HbmOrigins(self.memory)
+        self._chains = PsumChains(self.memory, self._origins)
         #: dead tiles kept because a pending chain still reads them (see :meth:`release`)
         self._zombies: set[TensorDecl] = set()
 
@@ -89,6 +92,13 @@ class Executor:
                     self._chains.before(list(ins.srcs.values()), list(ins.dsts.values()))
             if self._zombies:
                 self._bury()
+            for a in ins.dsts.values():
+                self._origins.wrote(a)
+                self.memory.before_write(a.tensor)  # pending loads from it are copied first
+            if ins.opcode is Opcode.DMA_COPY and _plain_load(ins):
+                self.memory.load_later(ins.dsts["out"], ins.srcs["src"])
+                self._origins.loaded(ins.dsts["out"], ins.srcs["src"])
+                return
             view = self.memory.view
             srcs = {role: view(a) for role, a in ins.srcs.items()}
             outs = {role: Out(a.shape, a.dtype) for role, a in ins.dsts.items()}
@@ -127,6 +137,7 @@ class Executor:
         if arr.shape != dst.shape and arr.size == dst.size:
             arr = arr.reshape(dst.shape)
         self._chains.flush()
+        self._origins.wrote(access)
         self.checks.wrote(access)
         try:
             np.copyto(dst, cast(arr, access.tensor.dtype), casting="unsafe")
@@ -138,6 +149,7 @@ class Executor:
         """The kernel can no longer name tile ``decl``: give its storage back for reuse, once no
         pending matmul reads it (pending matmuls into it are dropped: nothing can read them)."""
         self._chains.drop(decl)
+        self._origins.forget(decl)
         self._tf32.discard(decl)
         self.checks.forget(decl)
         if self._chains.reads(decl):
@@ -258,6 +270,16 @@ def _read_modify_write(ins: Instruction) -> bool:
             raise UnsupportedError(expected("dma_copy dst_rmw_op", "None or 'add'", repr(op)))
         return True
     return False
+
+
+def _plain_load(ins: Instruction) -> bool:
+    """A dma_copy from HBM into an SBUF tile that copies its source unchanged: no mask, no
+    indirection, no read-modify-write, no cast, same shape."""
+    src, dst = ins.srcs.get("src"), ins.dsts["out"]
+    return (ins.mask is None and src is not None and src.tensor.space is MemSpace.HBM
+            and dst.tensor.space is MemSpace.SBUF and src.dtype == dst.dtype
+            and src.shape == dst.shape and ins.attrs.get("indirect") is None
+            and ins.attrs.get("dst_rmw_op") is None)
 
 
 def _loc(ins: Instruction) -> str | None:

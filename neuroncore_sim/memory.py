@@ -11,6 +11,9 @@ New memory is not zero. Float tensors declared without values start as NaN (like
 of real SBUF/PSUM/HBM, but loud: a kernel that reads memory it never wrote produces NaN instead
 of plausible numbers). Integer and bool tensors start as 0, since integers have no NaN.
 
+Plain DMA loads into tiles may be recorded and copied on first use (:meth:`Memory.load_later`):
+every view of the tile, and every write of the HBM source, copies the pending loads first.
+
 tfloat32 tensors are stored as plain float32; values written to them are rounded to tfloat32 by
 :func:`neuroncore_sim.dtypes.cast`.
 """
@@ -47,7 +50,7 @@ def from_layout(decl: TensorDecl, flat: np.ndarray) -> np.ndarray:
 class Memory:
     """The contents of every declared tensor, keyed by its :class:`TensorDecl` (identity)."""
 
-    __slots__ = ("_arrays", "_free", "_released", "_unfilled")
+    __slots__ = ("_arrays", "_free", "_released", "_unfilled", "_lazy", "_lazy_of")
 
     def __init__(self) -> None:
         self._arrays: dict[TensorDecl, np.ndarray] = {}
@@ -56,6 +59,10 @@ class Memory:
         self._released: set[TensorDecl] = set()
         #: tensors whose storage still has to be filled with NaN / 0 before it is first read
         self._unfilled: dict[TensorDecl, float] = {}
+        #: tile -> DMA loads (tile region, HBM region) not copied yet (see :meth:`load_later`)
+        self._lazy: dict[TensorDecl, list[tuple[Access, Access]]] = {}
+        #: HBM tensor -> tiles with a pending load from it
+        self._lazy_of: dict[TensorDecl, set[TensorDecl]] = {}
 
     def declare(self, decl: TensorDecl, values: np.ndarray | None = None) -> None:
         """Allocate storage for ``decl``, filled from ``values`` (declared logical shape) or with
@@ -89,11 +96,62 @@ class Memory:
             return
         self._released.add(decl)
         self._unfilled.pop(decl, None)
+        self._drop_lazy(decl)
         self._free.setdefault(arr.nbytes, []).append(arr.view(np.uint8))
+
+    # --- loads copied on first use -----------------------------------------------------------
+
+    def load_later(self, dst: Access, src: Access) -> None:
+        """Record a plain DMA copy of HBM region ``src`` into tile region ``dst`` (same shape
+        and dtype) without copying yet: the copy happens when the tile is next viewed (read or
+        written) or before ``src``'s tensor is written (:meth:`before_write`). A tiled matmul
+        whose GEMMs read the loaded values straight from HBM (``hbm_origin.py``) never copies
+        them."""
+        for a in (dst, src):  # what a view would check now, without making one
+            size = self.storage_size(a.tensor)
+            lo = hi = a.offset
+            for stride, n in a.pattern:
+                ext = stride * (n - 1)
+                lo, hi = (lo + ext, hi) if ext < 0 else (lo, hi + ext)
+            if lo < 0 or hi >= size:
+                raise AccessError(self._out_of_bounds(a, size))
+        # In issue order: a later load into the same region lands after an earlier one.
+        self._lazy.setdefault(dst.tensor, []).append((dst, src))
+        self._lazy_of.setdefault(src.tensor, set()).add(dst.tensor)
+
+    def before_write(self, tensor: TensorDecl) -> None:
+        """``tensor`` is about to be written: copy the pending loads from it first."""
+        tiles = self._lazy_of.get(tensor)
+        if tiles:
+            for tile in list(tiles):
+                self._materialize(tile)
+
+    def _materialize(self, tile: TensorDecl) -> None:
+        for dst, src in self._drop_lazy(tile):
+            np.copyto(self.view(dst), self.view(src))
+
+    def _drop_lazy(self, tile: TensorDecl) -> list[tuple[Access, Access]]:
+        pending = self._lazy.pop(tile, [])
+        for _, src in pending:
+            tiles = self._lazy_of.get(src.tensor)
+            if tiles is not None:
+                tiles.discard(tile)
+                if not tiles:
+                    del self._lazy_of[src.tensor]
+        return pending
 
     def declared(self, decl: TensorDecl) -> bool:
         """True once ``decl`` has storage."""
         return decl in self._arrays
+
+    def storage_size(self, decl: TensorDecl) -> int:
+        """Elements of ``decl``'s storage, without filling or copying anything.
+
+        Raises:
+            AccessError: ``decl`` has no storage (see :meth:`storage`).
+        """
+        arr = self._arrays.get(decl)
+        return arr.size if arr is not None else self.storage(decl).size
 
     def storage(self, decl: TensorDecl) -> np.ndarray:
         """The flat storage array of ``decl`` (a live reference, not a copy).
@@ -110,6 +168,8 @@ class Memory:
                                        found)) from None
         if decl in self._unfilled:
             _fill(arr, self._unfilled.pop(decl))
+        if self._lazy and decl in self._lazy:
+            self._materialize(decl)
         return arr
 
     def view(self, access: Access) -> np.ndarray:
@@ -123,6 +183,8 @@ class Memory:
             st = self.storage(access.tensor)  # raises the descriptive AccessError
         if self._unfilled and access.tensor in self._unfilled:
             _fill(st, self._unfilled.pop(access.tensor))
+        if self._lazy and access.tensor in self._lazy:
+            self._materialize(access.tensor)
         isz = st.itemsize
         pattern = access.pattern
         try:

@@ -98,7 +98,9 @@ class PipelinedExecutor:
         if self._thread.is_alive():
             done = threading.Event()
             self._queue.put((_DRAINED, done))
-            done.wait()
+            while not done.wait(0.5):  # never hang on a worker that is gone
+                if not self._thread.is_alive():
+                    raise RuntimeError("internal: the values worker of this launch stopped")
         return self._error
 
     def close(self) -> None:

@@ -14,7 +14,8 @@ the kernel fills in the same K loop) is evaluated with it. A batch whose chains 
 output block of a blocked matmul is one GEMM, not eight, and each operand tile is converted to
 float32 once, not once per chain that reads it.
 
-Holding the operands (live views of their SBUF tiles) is safe because the executor shows every
+Holding the operands (their access patterns; values are read at evaluation) is safe because the
+executor shows every
 other instruction to :meth:`PsumChains.before` first: an instruction that touches a chain's PSUM
 tensor, or writes a tensor a chain reads, makes that chain evaluate first, so evaluation happens
 with the operands' values of the matmuls' time. Two operand views with the same access pattern
@@ -31,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from .hbm_origin import HbmOrigins
 from .ir import Access, TensorDecl
 from .memory import Memory
 
@@ -45,17 +47,20 @@ class _Chain:
     patterns that identify their sequences (``skeys`` / ``mkeys``)."""
 
     __slots__ = ("dst", "accumulate", "stationary", "moving", "skeys", "mkeys", "shash",
-                 "mhash", "nbytes")
+                 "mhash", "nbytes", "ssrcs", "msrcs")
 
     def __init__(self, dst: Access, accumulate: bool) -> None:
         self.dst = dst
         self.accumulate = accumulate  # the first matmul adds into PSUM (True) or overwrites it
-        self.stationary: list[np.ndarray] = []  # [K_i, M] views of SBUF tiles
-        self.moving: list[np.ndarray] = []  # [K_i, N] views of SBUF tiles
+        self.stationary: list[Access] = []  # [K_i, M] regions of SBUF tiles
+        self.moving: list[Access] = []  # [K_i, N] regions of SBUF tiles
         self.skeys: list[tuple] = []  # (tensor, offset, pattern) of each stationary operand
         self.mkeys: list[tuple] = []
         self.shash = self.mhash = 0  # running hashes of the key sequences (cheap grouping)
         self.nbytes = 0
+        #: the HBM region each operand is an untouched copy of (hbm_origin.py), or None
+        self.ssrcs: list[Access | None] = []
+        self.msrcs: list[Access | None] = []
 
 
 class PsumChains:
@@ -63,10 +68,13 @@ class PsumChains:
 
     Args:
         memory: the launch's memory (operand views are taken from it, results written to it).
+        origins: where loaded tiles came from; a grid whose operands are one HBM rectangle
+            reads a float32 copy of the HBM tensor instead of stacking the tiles.
     """
 
-    def __init__(self, memory: Memory) -> None:
+    def __init__(self, memory: Memory, origins: HbmOrigins | None = None) -> None:
         self._memory = memory
+        self._origins = origins
         #: PSUM tensor -> {(offset, pattern): chain}
         self._by_dst: dict[TensorDecl, dict[tuple, _Chain]] = {}
         #: operand tensor -> PSUM tensors whose chains read it
@@ -95,10 +103,10 @@ class PsumChains:
                     self._evaluate(overlapping)
             chain = _Chain(dst, accumulate)
             self._by_dst.setdefault(dst.tensor, {})[key] = chain
-        view = self._memory.view
-        s, m = view(stationary), view(moving)
-        chain.stationary.append(s.reshape(s.shape[0], -1) if s.ndim != 2 else s)
-        chain.moving.append(m.reshape(m.shape[0], -1) if m.ndim != 2 else m)
+        # No views yet: a tile whose DMA load is still pending (memory.load_later) stays
+        # uncopied when the GEMM reads its values from HBM (_from_hbm).
+        chain.stationary.append(stationary)
+        chain.moving.append(moving)
         skey = (stationary.tensor, stationary.offset, stationary.pattern)
         mkey = (moving.tensor, moving.offset, moving.pattern)
         chain.skeys.append(skey)
@@ -107,7 +115,13 @@ class PsumChains:
         chain.mhash = hash((chain.mhash, mkey))
         for t in (stationary.tensor, moving.tensor):
             self._readers.setdefault(t, set()).add(dst.tensor)
-        nbytes = 4 * (s.size + m.size)
+        if self._origins is not None:
+            for src, srcs in ((stationary, chain.ssrcs), (moving, chain.msrcs)):
+                hbm = self._origins.source(src)
+                srcs.append(hbm)
+                if hbm is not None:  # a write to the HBM tensor must evaluate the chain first
+                    self._readers.setdefault(hbm.tensor, set()).add(dst.tensor)
+        nbytes = 4 * (stationary.size + moving.size)
         chain.nbytes += nbytes
         self._nbytes += nbytes
         if self._nbytes > MAX_PENDING_BYTES:
@@ -197,12 +211,12 @@ class PsumChains:
         """One GEMM for a grid: ``rows`` carry the stationary sequences, ``cols`` the moving
         ones; ``cells`` are (chain, row, col)."""
         if len(rows) == 1 and len(cols) == 1 and len(rows[0].stationary) == 1:
-            s = rows[0].stationary[0].astype(_F32, copy=False)
-            m = cols[0].moving[0].astype(_F32, copy=False)
+            s = self._view2d(rows[0].stationary[0]).astype(_F32, copy=False)
+            m = self._view2d(cols[0].moving[0]).astype(_F32, copy=False)
             m_offsets, n_offsets = [0, s.shape[1]], [0, m.shape[1]]
         else:
-            s, m_offsets = self._concat(rows, 0)
-            m, n_offsets = self._concat(cols, 1)
+            s, m_offsets = self._from_hbm(rows, 0) or self._concat(rows, 0)
+            m, n_offsets = self._from_hbm(cols, 1) or self._concat(cols, 1)
         result = np.matmul(s.T, m, out=self._buffer(2, (s.shape[1], m.shape[1])))
         for chain, i, j in cells:
             block = result[m_offsets[i]:m_offsets[i + 1], n_offsets[j]:n_offsets[j + 1]]
@@ -215,6 +229,39 @@ class PsumChains:
             else:
                 np.copyto(out, block)
 
+    def _from_hbm(self, chains: list[_Chain], slot: int
+                  ) -> tuple[np.ndarray, list[int]] | None:
+        """The stacked stationary (slot 0) or moving (slot 1) operand of a grid as a float32
+        view of one HBM tensor, when every piece is an untouched copy of the HBM region at the
+        place stacking would put it (``rhs[0:K, cols]`` loaded tile by tile); else None."""
+        if self._origins is None:
+            return None
+        srcs = [c.ssrcs if slot == 0 else c.msrcs for c in chains]
+        first = srcs[0][0] if srcs[0] else None
+        if first is None:
+            return None
+        (ps, k0), (fs, _) = first.pattern
+        f_offsets = [0]
+        for seq in srcs:
+            if seq[0] is None:
+                return None
+            f_offsets.append(f_offsets[-1] + seq[0].pattern[1][1])
+        k = 0
+        for step, piece in enumerate(srcs[0]):
+            if piece is None:
+                return None
+            rows = piece.pattern[0][1]
+            for j, seq in enumerate(srcs):
+                a = seq[step]
+                if (a is None or a.tensor is not first.tensor or a.pattern[0] != (ps, rows)
+                        or a.pattern[1][0] != fs
+                        or a.offset != first.offset + k * ps + f_offsets[j] * fs):
+                    return None
+            k += rows
+        view = self._origins.f32_view(first.tensor, first.offset,
+                                      ((ps, k), (fs, f_offsets[-1])))
+        return None if view is None else (view, f_offsets)
+
     def _concat(self, chains: list[_Chain], slot: int) -> tuple[np.ndarray, list[int]]:
         """Stack each chain's stationary (slot 0) or moving (slot 1) sequence of ``[K_i, F]``
         operands along K, and the sequences side by side along F, into a reused float32 buffer
@@ -223,7 +270,8 @@ class PsumChains:
 
         Pieces of one K step that lie side by side in one tile (``moving[:, 0:512]``,
         ``moving[:, 512:1024]``, ...) are copied as one wider piece."""
-        seqs = [c.stationary if slot == 0 else c.moving for c in chains]
+        seqs = [[self._view2d(a) for a in (c.stationary if slot == 0 else c.moving)]
+                for c in chains]
         keys = [c.skeys if slot == 0 else c.mkeys for c in chains]
         offsets = [0]
         for seq in seqs:
@@ -243,6 +291,11 @@ class PsumChains:
                 j = end
             k += rows
         return buf, offsets
+
+    def _view2d(self, a: Access) -> np.ndarray:
+        """The values of operand ``a`` as ``[K, F]`` (free dims flattened)."""
+        v = self._memory.view(a)
+        return v.reshape(v.shape[0], -1) if v.ndim != 2 else v
 
     def _buffer(self, slot: int, shape: tuple[int, int]) -> np.ndarray:
         """A reused float32 scratch array: slot 0 stationary, 1 moving, 2 result."""

@@ -56,6 +56,7 @@ MODULE_GROUP: dict[str, str] = {
     "semantics_select": "values",
     "execute": "values",
     "psum_chain": "values",
+    "hbm_origin": "values",
     "pipeline": "values",
     "checks": "values",
     "cost": "time",
