@@ -18,6 +18,8 @@ matmuls' time.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .ir import Access, MemSpace, TensorDecl
@@ -26,6 +28,15 @@ from .memory import Memory
 _F32 = np.dtype(np.float32)
 #: Largest HBM tensor (float32 bytes) given a float32 copy; larger ones take the stacking path.
 MAX_F32_COPY_BYTES = 512 * 1024 * 1024
+
+
+class HbmRegion(NamedTuple):
+    """``offset`` plus (stride, size) pairs into HBM tensor ``tensor`` (an Access without the
+    bounds it computes: made once per matmul operand, so kept cheap)."""
+
+    tensor: TensorDecl
+    offset: int
+    pattern: tuple[tuple[int, int], ...]
 
 
 def _rect(a: Access) -> tuple[int, int] | None:
@@ -88,7 +99,7 @@ class HbmOrigins:
                 if not tiles:
                     del self._tiles_of[src.tensor]
 
-    def source(self, a: Access) -> Access | None:
+    def source(self, a: Access) -> HbmRegion | None:
         """The HBM region holding the same values as tile region ``a`` (a two-level access
         with unit free stride inside one loaded region), or None."""
         entries = self._by_tile.get(a.tensor)
@@ -100,7 +111,8 @@ class HbmOrigins:
                 ps, fs = src.pattern[0][0], src.pattern[1][0]
                 offset = (src.offset + (a.row_lo - dst.row_lo) * ps
                           + (a.col_lo - dst.col_lo) * fs)
-                return Access(src.tensor, offset, ((ps, a.pattern[0][1]), (fs, a.pattern[1][1])))
+                return HbmRegion(src.tensor, offset,
+                                 ((ps, a.pattern[0][1]), (fs, a.pattern[1][1])))
         return None
 
     def f32_view(self, hbm: TensorDecl, offset: int, pattern: tuple[tuple[int, int], ...]

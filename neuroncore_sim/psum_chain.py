@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .hbm_origin import HbmOrigins
+from .hbm_origin import HbmOrigins, HbmRegion
 from .ir import Access, TensorDecl
 from .memory import Memory
 
@@ -59,8 +59,8 @@ class _Chain:
         self.shash = self.mhash = 0  # running hashes of the key sequences (cheap grouping)
         self.nbytes = 0
         #: the HBM region each operand is an untouched copy of (hbm_origin.py), or None
-        self.ssrcs: list[Access | None] = []
-        self.msrcs: list[Access | None] = []
+        self.ssrcs: list[HbmRegion | None] = []
+        self.msrcs: list[HbmRegion | None] = []
 
 
 class PsumChains:
