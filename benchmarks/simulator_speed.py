@@ -4,7 +4,10 @@
    DMAs) traced and simulated; target under 10 s on the project's 2-core machine.
 2. Functional: a 2048^3 bf16 matmul (values only, then values + timing) compared with numpy's
    own float32 matmul measured in the same run; target at most 3x, peak memory at most twice
-   the tensors' size plus 300 MB.
+   the tensors' size plus 300 MB. Two tiled kernels: kernels/matmul_ladder.py::blocked_free
+   (the ladder's blocked tiling, 4 x 2 output tiles per block; the target's kernel) and
+   kernels/matmul_blocked.py (one 128-row block at a time: its 16 GEMMs are [128 x 2048] x
+   [2048 x 2048], which BLAS runs ~1.4x slower than one 2048^3 GEMM).
 
 Writes reports/simulator_speed.txt. Run: python benchmarks/simulator_speed.py
 """

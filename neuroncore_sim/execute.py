@@ -59,6 +59,7 @@ class Executor:
         self._chains = PsumChains(self.memory, self._origins)
         #: dead tiles kept because a pending chain still reads them (see :meth:`release`)
         self._zombies: set[TensorDecl] = set()
+        self._buried_at = -1  # the chains' generation when the zombies were last checked
 
     # --- the protocol the front end uses ---------------------------------------------------------
 
@@ -90,7 +91,7 @@ class Executor:
                     return
                 if self._chains:  # a matmul that cannot join a chain runs after the pending ones
                     self._chains.before(list(ins.srcs.values()), list(ins.dsts.values()))
-            if self._zombies:
+            if self._zombies and self._buried_at != self._chains.generation:
                 self._bury()
             for a in ins.dsts.values():
                 self._origins.wrote(a)
@@ -159,6 +160,7 @@ class Executor:
 
     def _bury(self) -> None:
         """Release the dead tiles whose last pending reader has been evaluated."""
+        self._buried_at = self._chains.generation
         for decl in [d for d in self._zombies if not self._chains.reads(d)]:
             self._zombies.discard(decl)
             self.memory.release(decl)

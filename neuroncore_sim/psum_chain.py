@@ -82,6 +82,8 @@ class PsumChains:
         #: reused float32 buffers by shape (fresh multi-MiB arrays cost page faults every time)
         self._buffers: dict[tuple[int, int, int], np.ndarray] = {}
         self._nbytes = 0  # float32 bytes the pending chains' operands would take
+        #: counts evaluations and drops: operands can stop being read only when it changes
+        self.generation = 0
 
     def __bool__(self) -> bool:
         return bool(self._by_dst)
@@ -146,6 +148,7 @@ class PsumChains:
         nothing will ever read what they would write."""
         chains = self._by_dst.pop(psum, None)
         if chains is not None:
+            self.generation += 1
             self._nbytes -= sum(c.nbytes for c in chains.values())
             self._forget_readers(psum)
 
@@ -171,6 +174,7 @@ class PsumChains:
         """Evaluate ``needed`` and every pending chain sharing an operand sequence with them,
         one GEMM per grid, and write the results into PSUM."""
         batch = self._batch(needed)
+        self.generation += 1
         for chain in batch:
             self._unlink(chain)
         for rows, cols, cells in _grids(batch):
