@@ -4,8 +4,9 @@
    output or scratch tensor) is *tracked* until every element has been written. Tracking is
    cheap where it matters: a write covering the whole tensor (the usual first write of a fresh
    tile) ends the tracking at once, without any bookkeeping array; otherwise a byte per element
-   marks what was written, viewed through the same access pattern as the data, and the tracking
-   ends when the last element is written. Fully written tensors cost one dict lookup per
+   marks what was written, viewed through the same access pattern as the data (partial writes
+   are marked when the tensor is next read, or in batches), and the tracking ends when the last
+   element is written. Fully written tensors cost one dict lookup per
    operand. A read that touches an unwritten element gives an :class:`UninitializedReadWarning`
    (once per kernel line). Float memory starts as NaN (``memory.py``), integer memory as 0; both
    warn the same way, since on the hardware either is garbage.
@@ -30,6 +31,8 @@ from .ir import Access, Instruction, Opcode, TensorDecl
 from .semantics import activation_input, canon
 
 _ACTIVATIONS = (Opcode.ACTIVATION, Opcode.ACTIVATION_REDUCE)
+#: Partial writes of one tensor kept before they are marked in its flags.
+_PENDING_WRITES = 256
 
 
 class ValueChecks:
@@ -45,6 +48,10 @@ class ValueChecks:
         self._written: dict[TensorDecl, np.ndarray | None] = {}
         #: tracked tensor -> how many of its elements are still unwritten
         self._left: dict[TensorDecl, int] = {}
+        #: tracked tensor -> partial writes not marked in its flags yet (marked when the tensor
+        #: is next read, or in batches: a tiled kernel storing into an output it never reads
+        #: pays one list append per store)
+        self._pending: dict[TensorDecl, list[tuple[Access, np.ndarray | None]]] = {}
         self._warned: set[tuple[str, str]] = set()
 
     def declare(self, decl: TensorDecl, has_values: bool) -> None:
@@ -77,6 +84,19 @@ class ValueChecks:
         if where is None and a.size == decl.size and _no_repeats(a):
             self._untrack(decl)  # one write covers the whole tensor
             return
+        pending = self._pending.setdefault(decl, [])
+        pending.append((a, where))
+        if len(pending) >= _PENDING_WRITES:
+            self._mark(decl)
+
+    def _mark(self, decl: TensorDecl) -> None:
+        """Mark the pending partial writes of ``decl`` in its flags (may end its tracking)."""
+        for a, where in self._pending.pop(decl, ()):
+            if decl not in self._written:
+                return
+            self._mark_one(decl, a, where)
+
+    def _mark_one(self, decl: TensorDecl, a: Access, where: np.ndarray | None) -> None:
         flags = self._written[decl]
         if flags is None:
             flags = self._written[decl] = np.zeros(decl.size, np.bool_)
@@ -101,11 +121,16 @@ class ValueChecks:
     def _untrack(self, decl: TensorDecl) -> None:
         del self._written[decl]
         del self._left[decl]
+        self._pending.pop(decl, None)
 
     def _check_read(self, ins: Instruction, role: str, a: Access) -> None:
         loc = str(ins.loc) if ins.loc is not None else ""
         if ("read", loc) in self._warned or a.size == 0:
             return
+        if a.tensor in self._pending:
+            self._mark(a.tensor)
+            if a.tensor not in self._written:
+                return  # the pending writes covered all of it
         flags = self._written[a.tensor]
         if flags is None:
             missing = np.ones(a.shape, np.bool_)

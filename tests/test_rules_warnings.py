@@ -10,13 +10,14 @@ import inspect
 import os
 import re
 import warnings
+from unittest import mock
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 import neuroncore_sim as ncs
-from neuroncore_sim import nki
+from neuroncore_sim import checks, nki
 from neuroncore_sim.errors import ActivationRangeWarning, CapacityError, \
     LoopDependencyWarning, SimulatorWarning, UninitializedReadWarning
 import neuroncore_sim.nki.isa as nisa
@@ -302,9 +303,15 @@ RECT = st.tuples(st.integers(0, 15), st.integers(1, 16), st.integers(0, 15),
 
 
 @settings(max_examples=40, deadline=None)
-@given(writes=st.lists(RECT, max_size=4), read=RECT)
-def test_unwritten_read_warning_matches_the_written_elements(writes, read):
-    """Property: a read warns exactly when some element it reads was not written before."""
+@given(writes=st.lists(RECT, max_size=4), read=RECT, batch=st.sampled_from([1, 2, 256]))
+def test_unwritten_read_warning_matches_the_written_elements(writes, read, batch):
+    """Property: a read warns exactly when some element it reads was not written before
+    (whether partial writes are marked one by one, in batches, or at the read)."""
+    with mock.patch.object(checks, "_PENDING_WRITES", batch):
+        _unwritten_read_property(writes, read)
+
+
+def _unwritten_read_property(writes, read):
     def k(a):
         out = nl.ndarray((16, 16), nl.float32, buffer=nl.shared_hbm)
         t = nl.ndarray((16, 16), nl.float32)
