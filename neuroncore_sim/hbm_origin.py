@@ -105,7 +105,9 @@ class HbmOrigins:
         entries = self._by_tile.get(a.tensor)
         if not entries or len(a.pattern) != 2 or a.pattern[1][0] != 1:
             return None
-        for dst, src in entries:
+        # Newest first: a K loop reads the tile it just loaded (a block tile holds one load
+        # per K step).
+        for dst, src in reversed(entries):
             if (dst.row_lo <= a.row_lo and a.row_hi <= dst.row_hi and dst.col_lo <= a.col_lo
                     and a.col_hi <= dst.col_hi and a.pattern[0][0] == dst.pattern[0][0]):
                 ps, fs = src.pattern[0][0], src.pattern[1][0]

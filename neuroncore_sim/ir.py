@@ -171,6 +171,8 @@ class Access:
     row_hi: int = field(init=False)
     col_lo: int = field(init=False)
     col_hi: int = field(init=False)
+    #: number of elements accessed (kept: hot paths ask for it on every instruction)
+    size: int = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         row_lo, row_hi, col_lo, col_hi = _bounds(self.tensor.row_size, self.offset, self.pattern)
@@ -178,16 +180,12 @@ class Access:
         object.__setattr__(self, "row_hi", row_hi)
         object.__setattr__(self, "col_lo", col_lo)
         object.__setattr__(self, "col_hi", col_hi)
+        object.__setattr__(self, "size", math.prod(n for _, n in self.pattern))
 
     @property
     def shape(self) -> tuple[int, ...]:
         """Shape of the accessed region."""
         return tuple(n for _, n in self.pattern)
-
-    @property
-    def size(self) -> int:
-        """Number of elements accessed."""
-        return math.prod(n for _, n in self.pattern)
 
     @property
     def dtype(self) -> np.dtype:
