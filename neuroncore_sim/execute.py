@@ -94,8 +94,7 @@ class Executor:
             if self._zombies and self._buried_at != self._chains.generation:
                 self._bury()
             for a in ins.dsts.values():
-                self._origins.wrote(a)
-                self.memory.before_write(a.tensor)  # pending loads from it are copied first
+                self._will_write(a)
             if ins.opcode is Opcode.DMA_COPY and _plain_load(ins):
                 self.memory.load_later(ins.dsts["out"], ins.srcs["src"])
                 self._origins.loaded(ins.dsts["out"], ins.srcs["src"])
@@ -138,13 +137,19 @@ class Executor:
         if arr.shape != dst.shape and arr.size == dst.size:
             arr = arr.reshape(dst.shape)
         self._chains.flush()
-        self._origins.wrote(access)
+        self._will_write(access)
         self.checks.wrote(access)
         try:
             np.copyto(dst, cast(arr, access.tensor.dtype), casting="unsafe")
         except ValueError:
             raise ShapeError(expected(f"values written to {access!r}", f"shape {dst.shape}",
                                       f"shape {arr.shape}")) from None
+
+    def _will_write(self, a: Access) -> None:
+        """``a`` is about to be written: tile copies of it stop being copies (their pending
+        loads are copied first, their origins dropped)."""
+        self._origins.wrote(a)
+        self.memory.before_write(a.tensor)
 
     def release(self, decl: TensorDecl) -> None:
         """The kernel can no longer name tile ``decl``: give its storage back for reuse, once no

@@ -150,3 +150,15 @@ def test_deferred_load_out_of_bounds_is_reported_at_once():
     with pytest.raises(AccessError, match="offsets"):
         ex.execute(ins(Opcode.DMA_COPY, {"out": rect(sb, slice(None), slice(None))},
                        {"src": Access(hbm, 0, ((8, 8), (1, 8)))}, Engine.DMA))
+
+
+def test_write_into_hbm_copies_pending_loads_first():
+    """``Executor.write`` into an HBM tensor a tile was loaded from (and not copied yet): the
+    tile keeps the values of the load's time."""
+    ex = Executor(TRN1)
+    hbm = tile(ex, np.arange(64, dtype=F32).reshape(8, 8), space=MemSpace.HBM, kind="input")
+    sb = tile(ex, shape=(8, 8))
+    ex.execute(ins(Opcode.DMA_COPY, {"out": rect(sb, slice(None), slice(None))},
+                   {"src": rect(hbm, slice(None), slice(None))}, Engine.DMA))
+    ex.write(rect(hbm, slice(None), slice(None)), np.zeros((8, 8), F32))
+    np.testing.assert_array_equal(ex.logical(sb), np.arange(64, dtype=F32).reshape(8, 8))
