@@ -46,16 +46,14 @@ class _Chain:
     """The pending matmuls into one PSUM region, in issue order, with the operand access
     patterns that identify their sequences (``skeys`` / ``mkeys``)."""
 
-    __slots__ = ("dst", "accumulate", "stationary", "moving", "skeys", "mkeys", "shash",
-                 "mhash", "nbytes", "ssrcs", "msrcs")
+    __slots__ = ("dst", "accumulate", "stationary", "moving", "shash", "mhash", "nbytes",
+                 "ssrcs", "msrcs")
 
     def __init__(self, dst: Access, accumulate: bool) -> None:
         self.dst = dst
         self.accumulate = accumulate  # the first matmul adds into PSUM (True) or overwrites it
         self.stationary: list[Access] = []  # [K_i, M] regions of SBUF tiles
         self.moving: list[Access] = []  # [K_i, N] regions of SBUF tiles
-        self.skeys: list[tuple] = []  # (tensor, offset, pattern) of each stationary operand
-        self.mkeys: list[tuple] = []
         self.shash = self.mhash = 0  # running hashes of the key sequences (cheap grouping)
         self.nbytes = 0
         #: the HBM region each operand is an untouched copy of (hbm_origin.py), or None
@@ -109,12 +107,8 @@ class PsumChains:
         # uncopied when the GEMM reads its values from HBM (_from_hbm).
         chain.stationary.append(stationary)
         chain.moving.append(moving)
-        skey = (stationary.tensor, stationary.offset, stationary.pattern)
-        mkey = (moving.tensor, moving.offset, moving.pattern)
-        chain.skeys.append(skey)
-        chain.mkeys.append(mkey)
-        chain.shash = hash((chain.shash, skey))
-        chain.mhash = hash((chain.mhash, mkey))
+        chain.shash = hash((chain.shash, _region(stationary)))
+        chain.mhash = hash((chain.mhash, _region(moving)))
         for t in (stationary.tensor, moving.tensor):
             self._readers.setdefault(t, set()).add(dst.tensor)
         if self._origins is not None:
@@ -224,8 +218,8 @@ class PsumChains:
         result = np.matmul(s.T, m, out=self._buffer(2, (s.shape[1], m.shape[1])))
         for chain, i, j in cells:
             block = result[m_offsets[i]:m_offsets[i + 1], n_offsets[j]:n_offsets[j + 1]]
-            view = self._memory.view
-            out = view(chain.dst) if chain.accumulate else self._memory.view_for_write(chain.dst)
+            out = (self._memory.view(chain.dst) if chain.accumulate
+                   else self._memory.view_for_write(chain.dst))
             if block.shape != out.shape:
                 block = block.reshape(out.shape)
             if chain.accumulate:
@@ -241,10 +235,10 @@ class PsumChains:
         if self._origins is None:
             return None
         srcs = [c.ssrcs if slot == 0 else c.msrcs for c in chains]
-        first = srcs[0][0] if srcs[0] else None
+        first = srcs[0][0]
         if first is None:
             return None
-        (ps, k0), (fs, _) = first.pattern
+        (ps, _), (fs, _) = first.pattern
         f_offsets = [0]
         for seq in srcs:
             if seq[0] is None:
@@ -274,9 +268,8 @@ class PsumChains:
 
         Pieces of one K step that lie side by side in one tile (``moving[:, 0:512]``,
         ``moving[:, 512:1024]``, ...) are copied as one wider piece."""
-        seqs = [[self._view2d(a) for a in (c.stationary if slot == 0 else c.moving)]
-                for c in chains]
-        keys = [c.skeys if slot == 0 else c.mkeys for c in chains]
+        keys = [c.stationary if slot == 0 else c.moving for c in chains]
+        seqs = [[self._view2d(a) for a in seq] for seq in keys]
         offsets = [0]
         for seq in seqs:
             offsets.append(offsets[-1] + seq[0].shape[1])
@@ -317,39 +310,46 @@ class PsumChains:
                 del self._readers[t]
 
 
+def _region(a: Access) -> tuple:
+    """What identifies an operand: two accesses to the same region of the same tensor hold
+    the same values while chains are pending (Access objects compare by identity)."""
+    return (a.tensor, a.offset, a.pattern)
+
+
+def _regions(seq: list[Access]) -> tuple:
+    """The regions of a sequence of operands (a grouping key)."""
+    return tuple([_region(a) for a in seq])
+
+
 def _grids(batch: list[_Chain]) -> list[tuple[list[_Chain], list[_Chain], list]]:
     """Split a batch into grids: chains grouped by stationary sequence, and stationary groups
     with the same list of moving sequences form one grid. Returns (row representatives, column
     representatives, cells (chain, row, col)) per grid."""
     by_s: dict[tuple, list[_Chain]] = {}
     for c in batch:
-        by_s.setdefault(tuple(c.skeys), []).append(c)
+        by_s.setdefault(_regions(c.stationary), []).append(c)
     grids: dict[tuple, tuple[list, list, list]] = {}
     for group in by_s.values():
-        col_keys: list[tuple] = []
-        col_of: dict[tuple, int] = {}
+        col_of: dict[tuple, int] = {}  # moving sequence -> column
+        col_reps: list[_Chain] = []  # the first chain of each column
+        placed = []
         for c in group:
-            mk = tuple(c.mkeys)
-            if mk not in col_of:
-                col_of[mk] = len(col_keys)
-                col_keys.append(mk)
-        rows, cols, cells = grids.setdefault(tuple(col_keys), ([], [], []))
+            j = col_of.setdefault(_regions(c.moving), len(col_reps))
+            if j == len(col_reps):
+                col_reps.append(c)
+            placed.append((c, j))
+        rows, cols, cells = grids.setdefault(tuple(col_of), ([], [], []))
         if not cols:
-            first = {}
-            for c in group:
-                first.setdefault(col_of[tuple(c.mkeys)], c)
-            cols.extend(first[j] for j in range(len(col_keys)))
-        i = len(rows)
+            cols.extend(col_reps)
+        cells.extend((c, len(rows), j) for c, j in placed)
         rows.append(group[0])
-        cells.extend((c, i, col_of[tuple(c.mkeys)]) for c in group)
     return list(grids.values())
 
 
-def _adjacent(left: tuple, right: tuple) -> bool:
+def _adjacent(left: Access, right: Access) -> bool:
     """True when operand ``right`` continues ``left`` along the free dim of the same tile: both
     ``[K, F]`` with unit free stride, same partitions, ``right`` starting where ``left`` ends.
     The run of both is then one ``[K, F_left + F_right]`` view of the tile."""
-    lt, lo, lp = left
-    rt, ro, rp = right
-    return (lt is rt and len(lp) == 2 and len(rp) == 2 and lp[0] == rp[0] and lp[1][0] == 1
-            and rp[1][0] == 1 and ro == lo + lp[1][1])
+    lp, rp = left.pattern, right.pattern
+    return (left.tensor is right.tensor and len(lp) == 2 and len(rp) == 2 and lp[0] == rp[0]
+            and lp[1][0] == 1 and rp[1][0] == 1 and right.offset == left.offset + lp[1][1])
