@@ -22,8 +22,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .ir import Access, MemSpace, TensorDecl
-from .memory import Memory
+from .ir import Access, TensorDecl
+from .memory import CopyIndex, Memory
 
 _F32 = np.dtype(np.float32)
 #: Largest HBM tensor (float32 bytes) given a float32 copy; larger ones take the stacking path.
@@ -39,13 +39,6 @@ class HbmRegion(NamedTuple):
     pattern: tuple[tuple[int, int], ...]
 
 
-def _rect(a: Access) -> tuple[int, int] | None:
-    """(partition stride, free stride) of a two-level access, or None."""
-    if len(a.pattern) != 2:
-        return None
-    return a.pattern[0][0], a.pattern[1][0]
-
-
 class HbmOrigins:
     """Origins of tile regions, and float32 copies of the HBM tensors they point into.
 
@@ -55,54 +48,35 @@ class HbmOrigins:
 
     def __init__(self, memory: Memory) -> None:
         self._memory = memory
-        #: tile -> [(tile region, HBM region)]
-        self._by_tile: dict[TensorDecl, list[tuple[Access, Access]]] = {}
-        #: HBM tensor -> tiles with an origin in it
-        self._tiles_of: dict[TensorDecl, set[TensorDecl]] = {}
+        self._copies = CopyIndex()
         self._f32: dict[TensorDecl, np.ndarray] = {}
 
     def loaded(self, dst: Access, src: Access) -> None:
-        """A DMA copied HBM region ``src`` into tile region ``dst`` unchanged (the caller has
-        checked: no mask, no read-modify-write, same dtype)."""
-        self.wrote(dst)
-        if (src.tensor.space is not MemSpace.HBM or dst.tensor.space is not MemSpace.SBUF
-                or _rect(dst) is None or _rect(src) is None or dst.pattern[1][0] != 1
-                or [n for _, n in dst.pattern] != [n for _, n in src.pattern]):
-            return
-        self._by_tile.setdefault(dst.tensor, []).append((dst, src))
-        self._tiles_of.setdefault(src.tensor, set()).add(dst.tensor)
+        """A plain DMA load copied HBM region ``src`` into tile region ``dst`` (the caller has
+        checked the load and reported the write of ``dst`` to :meth:`wrote` first). Only
+        two-level regions with a unit free stride in the tile are recorded."""
+        if len(dst.pattern) == 2 and len(src.pattern) == 2 and dst.pattern[1][0] == 1:
+            self._copies.add(dst, src)
 
     def wrote(self, dst: Access) -> None:
         """Anything else wrote ``dst``: origins it may change are dropped."""
         t = dst.tensor
-        if t in self._by_tile:
-            kept = [(d, s) for d, s in self._by_tile[t] if not d.overlaps(dst)]
-            if kept:
-                self._by_tile[t] = kept
-            else:
-                self.forget(t)
-        if t in self._tiles_of:  # an HBM tensor: every copy of it in a tile is stale
-            for tile in self._tiles_of.pop(t):
-                entries = [(d, s) for d, s in self._by_tile.get(tile, ()) if s.tensor is not t]
-                if entries:
-                    self._by_tile[tile] = entries
-                else:
-                    self._by_tile.pop(tile, None)
+        if t in self._copies:
+            self._copies.replace(t, [(d, s) for d, s in self._copies.get(t)
+                                     if not d.overlaps(dst)])
+        for tile in self._copies.tiles_from(t):  # an HBM tensor: its copies in tiles are stale
+            self._copies.replace(tile, [(d, s) for d, s in self._copies.get(tile)
+                                        if s.tensor is not t])
         self._f32.pop(t, None)
 
     def forget(self, tile: TensorDecl) -> None:
-        """The tile is released (or fully rewritten): drop its origins."""
-        for _, src in self._by_tile.pop(tile, ()):
-            tiles = self._tiles_of.get(src.tensor)
-            if tiles is not None:
-                tiles.discard(tile)
-                if not tiles:
-                    del self._tiles_of[src.tensor]
+        """The tile is released: drop its origins."""
+        self._copies.replace(tile, [])
 
     def source(self, a: Access) -> HbmRegion | None:
         """The HBM region holding the same values as tile region ``a`` (a two-level access
         with unit free stride inside one loaded region), or None."""
-        entries = self._by_tile.get(a.tensor)
+        entries = self._copies.get(a.tensor)
         if not entries or len(a.pattern) != 2 or a.pattern[1][0] != 1:
             return None
         # Newest first: a K loop reads the tile it just loaded (a block tile holds one load

@@ -47,10 +47,58 @@ def from_layout(decl: TensorDecl, flat: np.ndarray) -> np.ndarray:
     return np.moveaxis(flat.reshape((decl.shape[pa],) + others), 0, pa)
 
 
+class CopyIndex:
+    """Tile regions that are copies of HBM regions: tile -> [(tile region, HBM region)] in the
+    order recorded, and the reverse index HBM tensor -> tiles, kept in step. Used for loads not
+    copied yet (:meth:`Memory.load_later`) and for tile regions that still equal their HBM
+    source (``hbm_origin.py``)."""
+
+    __slots__ = ("_by_tile", "_tiles_of")
+
+    def __init__(self) -> None:
+        self._by_tile: dict[TensorDecl, list[tuple[Access, Access]]] = {}
+        self._tiles_of: dict[TensorDecl, set[TensorDecl]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._by_tile)
+
+    def __contains__(self, tile: TensorDecl) -> bool:
+        return tile in self._by_tile
+
+    def get(self, tile: TensorDecl) -> list[tuple[Access, Access]]:
+        """The copies in ``tile`` (empty list: none)."""
+        return self._by_tile.get(tile, [])
+
+    def add(self, dst: Access, src: Access) -> None:
+        """Record that tile region ``dst`` is a copy of HBM region ``src``."""
+        self._by_tile.setdefault(dst.tensor, []).append((dst, src))
+        self._tiles_of.setdefault(src.tensor, set()).add(dst.tensor)
+
+    def replace(self, tile: TensorDecl, entries: list[tuple[Access, Access]]
+                ) -> list[tuple[Access, Access]]:
+        """Make ``entries`` the copies in ``tile``; returns the ones it had."""
+        old = self._by_tile.pop(tile, [])
+        for _, src in old:
+            tiles = self._tiles_of.get(src.tensor)
+            if tiles is not None:
+                tiles.discard(tile)
+                if not tiles:
+                    del self._tiles_of[src.tensor]
+        for dst, src in entries:
+            self.add(dst, src)
+        return old
+
+    def tiles_from(self, hbm: TensorDecl) -> tuple[TensorDecl, ...]:
+        """The tiles holding a copy of some region of ``hbm`` (a snapshot: callers change the
+        index while they walk it)."""
+        tiles = self._tiles_of.get(hbm)
+        return tuple(tiles) if tiles else ()
+
+
 class Memory:
     """The contents of every declared tensor, keyed by its :class:`TensorDecl` (identity)."""
 
-    __slots__ = ("_arrays", "_free", "_released", "_unfilled", "_lazy", "_lazy_of")
+    __slots__ = ("_arrays", "_free", "_released", "_unfilled", "_lazy")
 
     def __init__(self) -> None:
         self._arrays: dict[TensorDecl, np.ndarray] = {}
@@ -59,10 +107,8 @@ class Memory:
         self._released: set[TensorDecl] = set()
         #: tensors whose storage still has to be filled with NaN / 0 before it is first read
         self._unfilled: dict[TensorDecl, float] = {}
-        #: tile -> DMA loads (tile region, HBM region) not copied yet (see :meth:`load_later`)
-        self._lazy: dict[TensorDecl, list[tuple[Access, Access]]] = {}
-        #: HBM tensor -> tiles with a pending load from it
-        self._lazy_of: dict[TensorDecl, set[TensorDecl]] = {}
+        #: DMA loads not copied yet (see :meth:`load_later`)
+        self._lazy = CopyIndex()
 
     def declare(self, decl: TensorDecl, values: np.ndarray | None = None) -> None:
         """Allocate storage for ``decl``, filled from ``values`` (declared logical shape) or with
@@ -96,7 +142,7 @@ class Memory:
             return
         self._released.add(decl)
         self._unfilled.pop(decl, None)
-        self._drop_lazy(decl)
+        self._lazy.replace(decl, [])
         self._free.setdefault(arr.nbytes, []).append(arr.view(np.uint8))
 
     # --- loads copied on first use -----------------------------------------------------------
@@ -109,36 +155,21 @@ class Memory:
         them."""
         for a in (dst, src):  # what a view would check now, without making one
             size = self.storage_size(a.tensor)
-            lo = hi = a.offset
-            for stride, n in a.pattern:
-                ext = stride * (n - 1)
-                lo, hi = (lo + ext, hi) if ext < 0 else (lo, hi + ext)
+            lo, hi = _extent(a)
             if lo < 0 or hi >= size:
                 raise AccessError(self._out_of_bounds(a, size))
         # In issue order: a later load into the same region lands after an earlier one.
-        self._lazy.setdefault(dst.tensor, []).append((dst, src))
-        self._lazy_of.setdefault(src.tensor, set()).add(dst.tensor)
+        self._lazy.add(dst, src)
 
     def before_write(self, tensor: TensorDecl) -> None:
         """``tensor`` is about to be written: copy the pending loads from it first."""
-        tiles = self._lazy_of.get(tensor)
-        if tiles:
-            for tile in list(tiles):
+        if self._lazy:
+            for tile in self._lazy.tiles_from(tensor):
                 self._materialize(tile)
 
     def _materialize(self, tile: TensorDecl) -> None:
-        for dst, src in self._drop_lazy(tile):
+        for dst, src in self._lazy.replace(tile, []):
             np.copyto(self.view(dst), self.view(src))
-
-    def _drop_lazy(self, tile: TensorDecl) -> list[tuple[Access, Access]]:
-        pending = self._lazy.pop(tile, [])
-        for _, src in pending:
-            tiles = self._lazy_of.get(src.tensor)
-            if tiles is not None:
-                tiles.discard(tile)
-                if not tiles:
-                    del self._lazy_of[src.tensor]
-        return pending
 
     def declared(self, decl: TensorDecl) -> bool:
         """True once ``decl`` has storage."""
@@ -178,13 +209,11 @@ class Memory:
         Raises:
             AccessError: the tensor is undeclared, or some element lies outside the tensor.
         """
-        st = self._arrays.get(access.tensor)
-        if st is None:
-            st = self.storage(access.tensor)  # raises the descriptive AccessError
-        if self._unfilled and access.tensor in self._unfilled:
-            _fill(st, self._unfilled.pop(access.tensor))
-        if self._lazy and access.tensor in self._lazy:
-            self._materialize(access.tensor)
+        t = access.tensor
+        st = self._arrays.get(t)
+        if (st is None or (self._unfilled and t in self._unfilled)
+                or (self._lazy and t in self._lazy)):
+            st = self.storage(t)  # fills, copies pending loads, or raises the AccessError
         isz = st.itemsize
         pattern = access.pattern
         try:
@@ -220,16 +249,22 @@ class Memory:
     @staticmethod
     def _out_of_bounds(access: Access, size: int) -> str:
         """Message for an access that leaves its tensor."""
-        lo = hi = access.offset
-        for s, n in access.pattern:
-            if n < 0:
-                return expected(f"access pattern into {access.tensor.name!r}",
-                                "dim sizes >= 0", list(access.pattern))
-            ext = s * (n - 1)
-            lo, hi = (lo + ext, hi) if ext < 0 else (lo, hi + ext)
+        if any(n < 0 for _, n in access.pattern):
+            return expected(f"access pattern into {access.tensor.name!r}",
+                            "dim sizes >= 0", list(access.pattern))
+        lo, hi = _extent(access)
         return expected(f"access into tensor {access.tensor.name!r} "
                         f"(offset {access.offset}, pattern {list(access.pattern)})",
                         f"element offsets in [0, {size})", f"offsets {lo}..{hi}")
+
+
+def _extent(a: Access) -> tuple[int, int]:
+    """Lowest and highest storage element ``a`` selects."""
+    lo = hi = a.offset
+    for stride, n in a.pattern:
+        ext = stride * (n - 1)
+        lo, hi = (lo + ext, hi) if ext < 0 else (lo, hi + ext)
+    return lo, hi
 
 
 def _fill(arr: np.ndarray, value: float) -> None:
