@@ -14,8 +14,8 @@ compiler reserves), or ``ceil(row_bytes / bank)`` whole 2 KiB banks in PSUM (8 b
 as in direct allocation. When the rings of a memory exceed its capacity they shrink one buffer at
 a time down to their live maximum, the ring with the most buffers above its live maximum first,
 so every ring keeps double buffering as long as any ring has more (:func:`_fit`); if that is
-still too much, the kernel does not fit: CapacityError naming the largest allocation sites. SPMD instances run one after another,
-so each instance is checked on its own.
+still too much, the kernel does not fit: CapacityError naming the largest allocation sites.
+SPMD instances run one after another, so each instance is checked on its own.
 """
 
 from __future__ import annotations

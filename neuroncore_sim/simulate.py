@@ -370,7 +370,8 @@ class Kernel:
     """What ``nki.jit`` returns: call it like the function; ``kernel[grid](...)`` for SPMD.
 
     A call runs the kernel on the simulator and returns its outputs as numpy arrays (like
-    ``nki.simulate_kernel``), or as torch tensors when it was given torch tensors. Inside a running kernel it is inlined as a sub-kernel call.
+    ``nki.simulate_kernel``), or as torch tensors when it was given torch tensors. Inside a
+    running kernel it is inlined as a sub-kernel call.
     """
 
     def __init__(self, func: Callable[..., Any], grid: tuple[int, ...] = (),
