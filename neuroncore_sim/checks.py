@@ -38,12 +38,12 @@ _PENDING_WRITES = 256
 class ValueChecks:
     """Tracks written memory and checks each instruction's inputs before it runs.
 
-    Attributes:
-        warnings: the warnings found so far, in program order.
+    An executor may run independent instructions out of program order (execute.py, GEMM
+    threads); the warnings are still those of program order: per kernel line, the one of the
+    earliest instruction, and :attr:`warnings` lists them by instruction.
     """
 
     def __init__(self) -> None:
-        self.warnings: list[SimulatorWarning] = []
         #: tracked tensor -> written-element flags (flat, storage layout), None: none written
         self._written: dict[TensorDecl, np.ndarray | None] = {}
         #: tracked tensor -> how many of its elements are still unwritten
@@ -52,7 +52,18 @@ class ValueChecks:
         #: is next read, or in batches: a tiled kernel storing into an output it never reads
         #: pays one list append per store)
         self._pending: dict[TensorDecl, list[tuple[Access, np.ndarray | None]]] = {}
-        self._warned: set[tuple[str, str]] = set()
+        #: (rule, kernel line) -> (instruction id, its warning): one warning per line and rule
+        self._warned: dict[tuple[str, str], tuple[int, SimulatorWarning]] = {}
+
+    @property
+    def warnings(self) -> list[SimulatorWarning]:
+        """The warnings found so far, in program order."""
+        return [w for _, w in sorted(self._warned.values(), key=lambda found: found[0])]
+
+    def _done(self, key: tuple[str, str], ins: Instruction) -> bool:
+        """True when ``key`` already warned for an instruction at or before ``ins``."""
+        found = self._warned.get(key)
+        return found is not None and found[0] <= ins.id
 
     def declare(self, decl: TensorDecl, has_values: bool) -> None:
         """Start tracking a tensor declared without initial values."""
@@ -125,7 +136,7 @@ class ValueChecks:
 
     def _check_read(self, ins: Instruction, role: str, a: Access) -> None:
         loc = str(ins.loc) if ins.loc is not None else ""
-        if ("read", loc) in self._warned or a.size == 0:
+        if a.size == 0 or self._done(("read", loc), ins):
             return
         if a.tensor in self._pending:
             self._mark(a.tensor)
@@ -144,7 +155,6 @@ class ValueChecks:
             missing &= where
         if not missing.any():
             return
-        self._warned.add(("read", loc))
         first = [int(i) for i in np.argwhere(missing)[0]]
         decl = a.tensor
         fill = "NaN" if is_float(decl.dtype) else "0"
@@ -153,13 +163,14 @@ class ValueChecks:
                f"{decl.name}{where_declared} that nothing wrote, first at operand index "
                f"{first}; expected written memory, found uninitialised memory (garbage on the "
                f"hardware, {fill} here)")
-        self.warnings.append(UninitializedReadWarning(f"{loc}: {msg}" if loc else msg))
+        self._warned[("read", loc)] = (ins.id, UninitializedReadWarning(f"{loc}: {msg}"
+                                                                       if loc else msg))
 
     def _check_range(self, ins: Instruction, view) -> None:
         name = canon(ins.attrs.get("op"))
         valid = ops.ACTIVATIONS.get(name)
         loc = str(ins.loc) if ins.loc is not None else ""
-        if valid is None or ("range", loc) in self._warned:
+        if valid is None or self._done(("range", loc), ins):
             return
         x = activation_input({r: view(a) for r, a in ins.srcs.items()}, ins.attrs)
         where = _where(ins, ins.srcs["data"])
@@ -173,12 +184,12 @@ class ValueChecks:
         xmin, xmax = float(mag.min()), float(mag.max())
         if lo <= xmin and xmax <= hi:
             return
-        self._warned.add(("range", loc))
         what = "|input|" if name == "reciprocal" else "input"
         msg = (f"activation {name!r}: {what} outside the documented valid range; expected "
                f"[{lo:.6g}, {hi:.6g}], found min {xmin:.6g}, max {xmax:.6g} (the hardware "
                f"gives invalid results there)")
-        self.warnings.append(ActivationRangeWarning(f"{loc}: {msg}" if loc else msg))
+        self._warned[("range", loc)] = (ins.id, ActivationRangeWarning(f"{loc}: {msg}"
+                                                                      if loc else msg))
 
 
 def _reads_destination(ins: Instruction) -> bool:

@@ -18,6 +18,7 @@ from .checks import ValueChecks
 from .config import NeuronCoreConfig
 from .dtypes import cast, dtype_name
 from .errors import KernelError, ShapeError, SimulatorError, UnsupportedError, expected
+from .gemm_jobs import GemmRunner
 from .hbm_origin import HbmOrigins
 from .ir import Access, Engine, Instruction, MemSpace, Opcode, TensorDecl
 from .memory import Memory
@@ -29,6 +30,8 @@ REDUCE_CMDS = frozenset({"idle", "reset", "reduce", "reset_reduce"})
 _RESETS = frozenset({"reset", "reset_reduce"})
 _REDUCES = frozenset({"reduce", "reset_reduce"})
 _ACTIVATIONS = frozenset({Opcode.ACTIVATION, Opcode.ACTIVATION_REDUCE})
+#: Opcodes that use their engine's accumulator registers (kept in order when held back).
+_REGISTER_OPS = _ACTIVATIONS | {Opcode.SELECT_REDUCE}
 _F32 = np.dtype(np.float32)
 
 
@@ -42,13 +45,16 @@ class Executor:
 
     Args:
         config: the simulated NeuronCore (its partition count sizes the accumulator registers).
+        gemm_threads: background threads for the GEMMs of PSUM chains (gemm_jobs.py); 0 runs
+            them in line. With threads, instructions that need an unfinished GEMM's result,
+            or write what it reads, are held back and run in program order once it is done,
+            while the instructions that do not go on (see :meth:`execute`).
     """
 
-    def __init__(self, config: NeuronCoreConfig) -> None:
+    def __init__(self, config: NeuronCoreConfig, gemm_threads: int = 0) -> None:
         self.config = config
         self.memory = Memory()
-        #: Unwritten-memory and activation-range checks; their warnings (checks.py).
-        self.checks = ValueChecks()
+        self._checks = ValueChecks()
         #: Activation accumulator registers, one fp32 register per lane, per engine.
         self._registers: dict[Engine, np.ndarray] = {}
         #: Tensors of dtype tfloat32 (their float32 storage hides the rounding a write needs).
@@ -56,7 +62,15 @@ class Executor:
         #: nc_matmul held back and evaluated as one GEMM per PSUM accumulation chain.
         #: tile regions that are untouched copies of HBM regions (the chains' GEMMs read HBM)
         self._origins = HbmOrigins(self.memory)
-        self._chains = PsumChains(self.memory, self._origins)
+        self._gemms = GemmRunner(gemm_threads)
+        self._chains = PsumChains(self.memory, self._origins, self._gemms)
+        #: instructions (and tile releases) held back, in program order (see :meth:`execute`)
+        self._held: list[Instruction | TensorDecl] = []
+        #: what the held items read and write (tensors; engines for the accumulator registers)
+        self._held_reads: set[object] = set()
+        self._held_writes: set[object] = set()
+        self._seen_retired = 0  # GemmRunner.retired when the held items were last looked at
+        self._releasing = False
         #: dead tiles kept because a pending chain still reads them (see :meth:`release`)
         self._zombies: set[TensorDecl] = set()
         self._buried_at = -1  # the chains' generation when the zombies were last checked
@@ -66,17 +80,106 @@ class Executor:
     def declare(self, decl: TensorDecl, values: np.ndarray | None) -> None:
         """Allocate ``decl``, initialised from ``values`` (declared shape) or NaN / 0."""
         self.memory.declare(decl, values)
-        self.checks.declare(decl, values is not None)
+        self._checks.declare(decl, values is not None)
         if dtype_name(decl.dtype) == "tfloat32":  # stored as float32 but rounded on every write
             self._tf32.add(decl)
 
+    @property
+    def checks(self) -> ValueChecks:
+        """Unwritten-memory and activation-range checks; their warnings (checks.py)."""
+        self.settle()
+        return self._checks
+
     def execute(self, ins: Instruction) -> None:
         """Compute ``ins`` and write its destinations.
+
+        With GEMM threads, ``ins`` is held back instead when it reads what an unfinished GEMM
+        writes (its PSUM results), writes what one reads or writes, or touches what an earlier
+        held instruction touches; held instructions run in program order as soon as the GEMMs
+        they wait for are retired. Instructions that do not touch the same memory commute, so
+        the values are those of running everything in program order. Errors too: when ``ins``
+        fails, the held instructions (all earlier in program order) run first and their error,
+        if any, is the one raised.
 
         Raises:
             SimulatorError: a subclass naming the instruction's kernel line when an operand is
                 out of bounds, shapes do not fit, or an operator or dtype is not allowed.
         """
+        if (self._held or self._gemms) and self._blocked(ins):
+            self._hold(ins)
+        else:
+            try:
+                self._execute(ins)
+            except Exception:
+                if self._held:
+                    self._first_error_of_held()
+                raise
+        if self._held and self._gemms.retired != self._seen_retired:
+            self._release_held()
+
+    def settle(self) -> None:
+        """Finish every GEMM in flight and run every held instruction."""
+        while self._held or self._gemms:
+            self._gemms.retire(0)
+            self._seen_retired = -1  # look at every held item again
+            self._release_held()
+
+    def _first_error_of_held(self) -> None:
+        """An instruction failed: run the held (earlier) ones first; raise their error if any."""
+        try:
+            self.settle()
+        except Exception as earlier:
+            raise earlier.with_traceback(None) from None
+
+    def _blocked(self, ins: Instruction) -> bool:
+        """True when ``ins`` must wait: it reads what an unfinished GEMM or a held instruction
+        writes, or writes what one of them reads or writes."""
+        busy_w, busy_r = self._gemms.writes, self._gemms.reads
+        held_w, held_r = self._held_writes, self._held_reads
+        for a in ins.srcs.values():
+            t = a.tensor
+            if t in busy_w or t in held_w:
+                return True
+        for a in ins.dsts.values():
+            t = a.tensor
+            if t in busy_w or t in busy_r or t in held_w or t in held_r:
+                return True
+        return ins.opcode in _REGISTER_OPS and ins.engine in held_w
+
+    def _hold(self, item: Instruction | TensorDecl) -> None:
+        self._held.append(item)
+        if isinstance(item, TensorDecl):  # a release: nothing later may touch the tile
+            self._held_writes.add(item)
+            return
+        self._held_reads.update(a.tensor for a in item.srcs.values())
+        self._held_writes.update(a.tensor for a in item.dsts.values())
+        if item.opcode in _REGISTER_OPS:  # the engine's accumulator registers keep order too
+            self._held_writes.add(item.engine)
+
+    def _release_held(self) -> None:
+        """Run the held items that no longer wait, in program order (one pass per retired
+        GEMM; a held item blocked only by earlier held items runs in the pass that runs
+        them)."""
+        if self._releasing:  # (a held item's own chain evaluation retired a GEMM)
+            return
+        self._releasing = True
+        try:
+            while self._held and self._seen_retired != self._gemms.retired:
+                self._seen_retired = self._gemms.retired
+                held, self._held = self._held, []
+                self._held_reads, self._held_writes = set(), set()
+                for item in held:
+                    if isinstance(item, TensorDecl):
+                        self.release(item)
+                    elif self._blocked(item):
+                        self._hold(item)
+                    else:
+                        self._execute(item)
+        finally:
+            self._releasing = False
+
+    def _execute(self, ins: Instruction) -> None:
+        """Compute ``ins`` now (or hold it, when the chains it needs were just submitted)."""
         fn = SEMANTICS.get(ins.opcode)
         if fn is None:
             raise UnsupportedError(expected("opcode", sorted(o.value for o in SEMANTICS),
@@ -85,12 +188,17 @@ class Executor:
             matmul = ins.opcode is Opcode.NC_MATMUL
             if self._chains and not matmul:  # pending matmuls it reads or overwrites land first
                 self._chains.before(list(ins.srcs.values()), list(ins.dsts.values()))
-            self.checks.before(ins, self.memory.view)  # after: it may look at the values
+                if self._gemms and self._blocked(ins):  # ... in a GEMM still in flight
+                    self._hold(ins)
+                    return
+            self._checks.before(ins, self.memory.view)  # after: it may look at the values
             if matmul:
                 if self._defer_matmul(ins):
                     return
                 if self._chains:  # a matmul that cannot join a chain runs after the pending ones
                     self._chains.before(list(ins.srcs.values()), list(ins.dsts.values()))
+                    if self._gemms:
+                        self._gemms.retire(0)  # (rare: masked or non-fp32 PSUM matmuls)
             if self._zombies and self._buried_at != self._chains.generation:
                 self._bury()
             for a in ins.dsts.values():
@@ -127,18 +235,20 @@ class Executor:
         """A copy of the region ``access`` selects (shape ``access.shape``, the tensor's dtype;
         tfloat32 reads as float32)."""
         self._chains.flush()
+        self.settle()
         return self.memory.view(access).copy()
 
     def write(self, access: Access, values: np.ndarray) -> None:
         """Overwrite the region ``access`` selects with ``values`` (cast to the tensor's dtype;
         same shape, same number of elements, or broadcastable)."""
+        self._chains.flush()
+        self.settle()
         dst = self.memory.view_for_write(access)
         arr = np.asarray(values)
         if arr.shape != dst.shape and arr.size == dst.size:
             arr = arr.reshape(dst.shape)
-        self._chains.flush()
         self._will_write(access)
-        self.checks.wrote(access)
+        self._checks.wrote(access)
         try:
             np.copyto(dst, cast(arr, access.tensor.dtype), casting="unsafe")
         except ValueError:
@@ -153,11 +263,16 @@ class Executor:
 
     def release(self, decl: TensorDecl) -> None:
         """The kernel can no longer name tile ``decl``: give its storage back for reuse, once no
-        pending matmul reads it (pending matmuls into it are dropped: nothing can read them)."""
+        pending matmul reads it (pending matmuls into it are dropped: nothing can read them).
+        Held back while a held instruction or an unfinished GEMM uses it."""
+        if (self._held or self._gemms) and (decl in self._held_reads or decl in self._held_writes
+                                            or self._gemms.uses(decl)):
+            self._hold(decl)
+            return
         self._chains.drop(decl)
         self._origins.forget(decl)
         self._tf32.discard(decl)
-        self.checks.forget(decl)
+        self._checks.forget(decl)
         if self._chains.reads(decl):
             self._zombies.add(decl)
         else:
@@ -166,19 +281,22 @@ class Executor:
     def _bury(self) -> None:
         """Release the dead tiles whose last pending reader has been evaluated."""
         self._buried_at = self._chains.generation
-        for decl in [d for d in self._zombies if not self._chains.reads(d)]:
+        for decl in [d for d in self._zombies
+                     if not self._chains.reads(d) and not self._gemms.uses(d)]:
             self._zombies.discard(decl)
             self.memory.release(decl)
 
     def logical(self, decl: TensorDecl) -> np.ndarray:
         """A copy of tensor ``decl`` in its declared shape."""
         self._chains.flush()
+        self.settle()
         return self.memory.logical(decl)
 
     def take(self, decl: TensorDecl) -> np.ndarray:
         """Tensor ``decl`` in its declared shape, handed over without a copy (the launch is over:
         nothing may access ``decl`` afterwards)."""
         self._chains.flush()
+        self.settle()
         return self.memory.take(decl)
 
     # --- helpers -----------------------------------------------------------------------------
@@ -261,6 +379,7 @@ class Executor:
 
     def registers(self, engine: Engine) -> np.ndarray:
         """A copy of an engine's accumulator registers (zeros before first use)."""
+        self.settle()
         regs = self._registers.get(engine)
         return np.zeros(self.config.num_partitions, np.float32) if regs is None else regs.copy()
 

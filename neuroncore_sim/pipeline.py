@@ -32,6 +32,16 @@ from .execute import Executor
 from .ir import Access, Instruction, TensorDecl
 
 
+#: Queued calls at which the kernel's thread stops and waits until the worker is down to
+#: AHEAD_LOW. Both threads need the GIL for their Python; without a limit the tracing thread
+#: keeps it and the worker (which gives it up at every numpy call) falls far behind, so the
+#: GEMMs it would start early run at the end instead (measured: all but one of a 2048^3
+#: blocked matmul's GEMMs ran after tracing had finished). A few hundred calls is about one
+#: block of a tiled matmul.
+AHEAD_HIGH = 256
+AHEAD_LOW = 64
+
+
 class PipelinedExecutor:
     """An :class:`Executor` run by a worker thread (the front end's ``ValueBackend``).
 
@@ -45,6 +55,8 @@ class PipelinedExecutor:
         self.executor = executor
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._error: BaseException | None = None
+        self._caught_up = threading.Event()  # set by the worker when the backlog is short
+        self._waiting = False  # the kernel's thread waits for _caught_up
         self._thread = threading.Thread(target=self._run, name="neuroncore_sim-values",
                                         daemon=True)
         self._thread.start()
@@ -117,14 +129,29 @@ class PipelinedExecutor:
         if not self._thread.is_alive():
             raise RuntimeError("internal: the values worker of this launch has been closed")
         self._queue.put((fn, args))
+        if self._queue.qsize() > AHEAD_HIGH:  # let the worker catch up (see AHEAD_HIGH)
+            self._caught_up.clear()
+            self._waiting = True  # (after clear: the worker sets the event only after this)
+            while self._queue.qsize() > AHEAD_LOW and not self._caught_up.wait(0.5):
+                if not self._thread.is_alive():
+                    break
+            self._waiting = False
 
     def _run(self) -> None:
         while True:
             item = self._queue.get()
             if item is None:
+                self._caught_up.set()
                 return
             fn, args = item
-            if fn is _DRAINED:  # everything queued before the marker has run
+            if self._waiting and self._queue.qsize() <= AHEAD_LOW:
+                self._caught_up.set()
+            if fn is _DRAINED:  # everything queued before the marker has run: settle, report
+                if self._error is None:
+                    try:
+                        self.executor.settle()  # held instructions may still fail
+                    except BaseException as e:
+                        self._error = e
                 args.set()
             elif self._error is None:  # after a failure the rest is dropped
                 try:

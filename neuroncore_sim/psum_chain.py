@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from .gemm_jobs import GemmJob, GemmRunner
 from .hbm_origin import HbmOrigins, HbmRegion
 from .ir import Access, TensorDecl
 from .memory import Memory
@@ -68,17 +69,19 @@ class PsumChains:
         memory: the launch's memory (operand views are taken from it, results written to it).
         origins: where loaded tiles came from; a grid whose operands are one HBM rectangle
             reads a float32 copy of the HBM tensor instead of stacking the tiles.
+        runner: runs the GEMMs (default: in line, at evaluation).
     """
 
-    def __init__(self, memory: Memory, origins: HbmOrigins | None = None) -> None:
+    def __init__(self, memory: Memory, origins: HbmOrigins | None = None,
+                 runner: GemmRunner | None = None) -> None:
         self._memory = memory
         self._origins = origins
         #: PSUM tensor -> {(offset, pattern): chain}
         self._by_dst: dict[TensorDecl, dict[tuple, _Chain]] = {}
         #: operand tensor -> PSUM tensors whose chains read it
         self._readers: dict[TensorDecl, set[TensorDecl]] = {}
-        #: reused float32 buffers by shape (fresh multi-MiB arrays cost page faults every time)
-        self._buffers: dict[tuple[int, int, int], np.ndarray] = {}
+        #: runs the GEMMs (gemm_jobs.py): in line, or in background threads
+        self.runner = runner if runner is not None else GemmRunner()
         self._nbytes = 0  # float32 bytes the pending chains' operands would take
         #: counts evaluations and drops: operands can stop being read only when it changes
         self.generation = 0
@@ -206,26 +209,26 @@ class PsumChains:
 
     def _gemm(self, rows: list[_Chain], cols: list[_Chain],
               cells: list[tuple[_Chain, int, int]]) -> None:
-        """One GEMM for a grid: ``rows`` carry the stationary sequences, ``cols`` the moving
-        ones; ``cells`` are (chain, row, col)."""
+        """Submit one GEMM for a grid: ``rows`` carry the stationary sequences, ``cols`` the
+        moving ones; ``cells`` are (chain, row, col). The job owns its float32 operands (or
+        names the tiles it reads in place) and gets its PSUM views now, in the values thread."""
+        reads: set[TensorDecl] = set()
         if len(rows) == 1 and len(cols) == 1 and len(rows[0].stationary) == 1:
-            s = self._view2d(rows[0].stationary[0]).astype(_F32, copy=False)
-            m = self._view2d(cols[0].moving[0]).astype(_F32, copy=False)
+            sa, ma = rows[0].stationary[0], cols[0].moving[0]
+            s = self._view2d(sa).astype(_F32, copy=False)
+            m = self._view2d(ma).astype(_F32, copy=False)
+            reads = {a.tensor for a, arr in ((sa, s), (ma, m)) if arr.base is not None}
             m_offsets, n_offsets = [0, s.shape[1]], [0, m.shape[1]]
         else:
             s, m_offsets = self._from_hbm(rows, 0) or self._concat(rows, 0)
             m, n_offsets = self._from_hbm(cols, 1) or self._concat(cols, 1)
-        result = np.matmul(s.T, m, out=self._buffer(2, (s.shape[1], m.shape[1])))
+        targets = []
         for chain, i, j in cells:
-            block = result[m_offsets[i]:m_offsets[i + 1], n_offsets[j]:n_offsets[j + 1]]
             out = (self._memory.view(chain.dst) if chain.accumulate
                    else self._memory.view_for_write(chain.dst))
-            if block.shape != out.shape:
-                block = block.reshape(out.shape)
-            if chain.accumulate:
-                np.add(out, block, out=out)
-            else:
-                np.copyto(out, block)
+            targets.append((out, chain.accumulate, m_offsets[i], m_offsets[i + 1],
+                            n_offsets[j], n_offsets[j + 1]))
+        self.runner.submit(GemmJob(s, m, targets, reads, {c.dst.tensor for c, _, _ in cells}))
 
     def _from_hbm(self, chains: list[_Chain], slot: int
                   ) -> tuple[np.ndarray, list[int]] | None:
@@ -262,7 +265,7 @@ class PsumChains:
 
     def _concat(self, chains: list[_Chain], slot: int) -> tuple[np.ndarray, list[int]]:
         """Stack each chain's stationary (slot 0) or moving (slot 1) sequence of ``[K_i, F]``
-        operands along K, and the sequences side by side along F, into a reused float32 buffer
+        operands along K, and the sequences side by side along F, into a new float32 array
         (converting on the way: bf16 / fp8 tiles become float32 in the same pass). Returns the
         buffer and the F offsets of the sequences.
 
@@ -273,7 +276,7 @@ class PsumChains:
         offsets = [0]
         for seq in seqs:
             offsets.append(offsets[-1] + seq[0].shape[1])
-        buf = self._buffer(slot, (sum(p.shape[0] for p in seqs[0]), offsets[-1]))
+        buf = np.empty((sum(p.shape[0] for p in seqs[0]), offsets[-1]), _F32)
         k = 0
         for step, first in enumerate(seqs[0]):
             rows = first.shape[0]
@@ -293,13 +296,6 @@ class PsumChains:
         """The values of operand ``a`` as ``[K, F]`` (free dims flattened)."""
         v = self._memory.view(a)
         return v.reshape(v.shape[0], -1) if v.ndim != 2 else v
-
-    def _buffer(self, slot: int, shape: tuple[int, int]) -> np.ndarray:
-        """A reused float32 scratch array: slot 0 stationary, 1 moving, 2 result."""
-        buf = self._buffers.get((slot,) + shape)
-        if buf is None:
-            buf = self._buffers[(slot,) + shape] = np.empty(shape, _F32)
-        return buf
 
     def _forget_readers(self, psum: TensorDecl) -> None:
         """Drop ``psum`` from the operand index once it has no pending chain."""

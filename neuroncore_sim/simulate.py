@@ -30,14 +30,15 @@ from typing import Any, Callable, Iterator, Protocol
 import numpy as np
 
 from .capacity import check_capacity
-from .config import load_config
+from .config import NeuronCoreConfig, load_config
 from .dtypes import to_dtype
-from .errors import KernelError, SimulatorError, UnsupportedError
+from .errors import KernelError, SimulatorError, SimulatorWarning, UnsupportedError
 from .execute import Executor
 from .pipeline import PipelinedExecutor
 from .frontend import tracer as _tracer
 from .frontend.tensor import NkiTensor
 from .frontend.typing import TensorType
+from .gemm_jobs import single_threaded_blas
 from .ir import MemSpace, Program
 from .result import SimResult
 from .timing import simulate_timing
@@ -203,30 +204,41 @@ def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None, functiona
     grid = _grid(grid if grid != () else getattr(kernel, "grid", ()))
     cfg = load_config(config)
     program = Program(getattr(fn, "__name__", "kernel"), grid)
-    # Values are computed by a worker thread while the kernel goes on tracing (pipeline.py).
-    executor = PipelinedExecutor(Executor(cfg)) if functional else None
-    tr = _tracer.Tracer(program, cfg, executor, on_record)
-    try:
-        with tr.active(), _gc_paused():
-            new_args, new_kwargs, user_arrays = _bind_inputs(tr, fn, args, kwargs, functional)
-            returned: Any = None
-            for instance, pid in enumerate(itertools.product(*(range(g) for g in grid))):
-                tr.start_instance(instance, pid)
-                try:
-                    result = fn(*new_args, **new_kwargs)
-                except Exception as e:
-                    _raise_first(executor, e)
-                    raise
-                returned = result if instance == 0 else returned
-            tr.finish(returned)
-        outputs = _collect(tr, executor, returned, user_arrays, _def_loc(fn))
-        found = tr.warnings + (executor.checks.warnings if executor is not None else [])
-    finally:
-        if executor is not None:
-            executor.close()
+    with contextlib.ExitStack() as stack:
+        # Values are computed by a worker thread while the kernel goes on tracing (pipeline.py),
+        # their GEMMs by a thread pool with BLAS single-threaded (gemm_jobs.py).
+        executor = None
+        if functional:
+            threads = stack.enter_context(single_threaded_blas())
+            executor = PipelinedExecutor(Executor(cfg, gemm_threads=threads))
+            stack.callback(executor.close)
+        outputs, found = _run_launch(fn, args, kwargs, grid, cfg, program, executor, on_record)
     for w in found:
         warnings.warn(w, stacklevel=3)
     return Launch(program, outputs, [str(w) for w in found])
+
+
+def _run_launch(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[int, ...],
+                cfg: NeuronCoreConfig, program: Program, executor: PipelinedExecutor | None,
+                on_record: Callable[[int], None] | None
+                ) -> tuple[tuple[Any, ...], list[SimulatorWarning]]:
+    """Trace (and with ``executor``, compute) one launch: its outputs and warnings."""
+    tr = _tracer.Tracer(program, cfg, executor, on_record)
+    with tr.active(), _gc_paused():
+        new_args, new_kwargs, user_arrays = _bind_inputs(tr, fn, args, kwargs,
+                                                         executor is not None)
+        returned: Any = None
+        for instance, pid in enumerate(itertools.product(*(range(g) for g in grid))):
+            tr.start_instance(instance, pid)
+            try:
+                result = fn(*new_args, **new_kwargs)
+            except Exception as e:
+                _raise_first(executor, e)
+                raise
+            returned = result if instance == 0 else returned
+        tr.finish(returned)
+    outputs = _collect(tr, executor, returned, user_arrays, _def_loc(fn))
+    return outputs, tr.warnings + (executor.checks.warnings if executor is not None else [])
 
 
 def _raise_first(executor: PipelinedExecutor | None, error: Exception) -> None:

@@ -56,6 +56,7 @@ MODULE_GROUP: dict[str, str] = {
     "semantics_select": "values",
     "execute": "values",
     "psum_chain": "values",
+    "gemm_jobs": "values",
     "hbm_origin": "values",
     "pipeline": "values",
     "checks": "values",
@@ -124,6 +125,8 @@ THIRD_PARTY: dict[str, tuple[frozenset[str] | None, frozenset[str]]] = {
     "matplotlib": (frozenset({"plot", "sweep_plot"}), frozenset({"plot", "sweep_plot"})),
     # progress bars are drawn at the edge only; the simulator calls plain hooks.
     "tqdm": (frozenset({"progress", "sweep"}), frozenset({"progress"})),
+    # BLAS thread control for the GEMM threads of functional runs.
+    "threadpoolctl": (frozenset({"gemm_jobs"}), frozenset({"gemm_jobs"})),
     # dask.distributed is an optional extra: imported only when a sweep asks for it.
     "dask": (frozenset({"sweep"}), frozenset({"sweep"})),
     "distributed": (frozenset({"sweep"}), frozenset({"sweep"})),

@@ -1,0 +1,191 @@
+"""The GEMMs of PSUM accumulation chains, run by background threads.
+
+``psum_chain.py`` turns the ``nc_matmul`` of a tiled matmul into a few large GEMMs. They are
+the bulk of a functional run's arithmetic, so they run on a small thread pool while the values
+worker goes on with the instructions that do not need their results (the executor holds back
+those that do, ``execute.py``). A :class:`GemmJob` owns everything it reads (float32 operand
+arrays nobody else writes, or live tile views the executor keeps unwritten while the job is in
+flight) and writes its results into PSUM only when it is *retired*, in the worker thread, so
+the pool threads never touch the launch's memory bookkeeping.
+
+Retiring is deterministic: :class:`GemmRunner` keeps at most ``keep`` jobs in flight when a new
+one is submitted and retires the oldest first, so which instructions wait for which GEMM
+depends on the program only, never on thread timing.
+
+BLAS threads. A multi-threaded BLAS call runs its threads in lockstep; when the Python threads of
+the launch (tracing, values) take a core from it, the whole GEMM stalls (measured: a GEMM ran
+4x slower next to a tracing thread on 2 cores). So during a functional launch BLAS runs
+single-threaded (:func:`single_threaded_blas`) and each job is split into as many independent
+row (or column) blocks as BLAS had threads, one per pool thread: a core taken by Python then
+slows one block, not all of them. docs/model.md ("Functional values") describes the trade-off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Iterator
+
+import numpy as np
+
+from .ir import TensorDecl
+
+_F32 = np.dtype(np.float32)
+#: Below this many output rows (or columns) a GEMM is not split: the parts would be too small
+#: for BLAS to run efficiently.
+MIN_PART = 64
+
+_pools: dict[int, ThreadPoolExecutor] = {}
+_pools_lock = threading.Lock()
+
+
+def _shared_pool(threads: int) -> ThreadPoolExecutor:
+    """The process's GEMM thread pool of ``threads`` threads (created on first use, kept: its
+    idle threads cost nothing and launches reuse them)."""
+    with _pools_lock:
+        pool = _pools.get(threads)
+        if pool is None:
+            pool = _pools[threads] = ThreadPoolExecutor(max_workers=threads,
+                                                        thread_name_prefix="ncs-gemm")
+        return pool
+
+
+@contextlib.contextmanager
+def single_threaded_blas() -> Iterator[int]:
+    """Run BLAS single-threaded inside the block (process-wide, restored on exit); yields how
+    many threads BLAS had, which is how many parts :class:`GemmRunner` splits each GEMM into.
+
+    Uses threadpoolctl; when it finds no BLAS library to control, BLAS is left alone and the
+    GEMMs are not split (yields 1)."""
+    from threadpoolctl import ThreadpoolController  # imported on use: ~20 ms
+
+    controller = ThreadpoolController().select(user_api="blas")
+    infos = controller.info()
+    if not infos:
+        yield 1
+        return
+    threads = max(int(i.get("num_threads") or 1) for i in infos)
+    limited = controller.limit(limits=1)
+    try:
+        yield max(1, threads)
+    finally:
+        limited.restore_original_limits()
+
+
+class GemmJob:
+    """``stationary.T @ moving`` (float32 ``[K, M]`` and ``[K, N]``), whose result blocks go to
+    PSUM views.
+
+    Args:
+        stationary: ``[K, M]`` float32, not written by anyone while the job is in flight.
+        moving: ``[K, N]`` float32, same.
+        targets: (PSUM view, accumulate, row start, row end, column start, column end) per
+            result block: the block ``result[r0:r1, c0:c1]`` is added into (accumulate) or
+            copied to the view.
+        reads: tiles whose live views the operands are (kept unwritten until retired).
+        writes: the PSUM tensors the targets belong to.
+    """
+
+    __slots__ = ("stationary", "moving", "targets", "reads", "writes", "result", "_parts")
+
+    def __init__(self, stationary: np.ndarray, moving: np.ndarray,
+                 targets: list[tuple[np.ndarray, bool, int, int, int, int]],
+                 reads: set[TensorDecl], writes: set[TensorDecl]) -> None:
+        self.stationary = stationary
+        self.moving = moving
+        self.targets = targets
+        self.reads = reads
+        self.writes = writes
+        self.result = np.empty((stationary.shape[1], moving.shape[1]), _F32)
+        self._parts: list[Future] = []
+
+    def start(self, pool: ThreadPoolExecutor | None, ways: int) -> None:
+        """Compute the product on ``pool`` in ``ways`` independent blocks (inline when
+        ``pool`` is None)."""
+        st, m, out = self.stationary.T, self.moving, self.result
+        rows, cols = out.shape
+        if pool is None:
+            np.matmul(st, m, out=out)
+            return
+        if rows >= cols:
+            edges = _edges(rows, ways)
+            blocks = [(st[a:b], m, out[a:b]) for a, b in edges]
+        else:
+            edges = _edges(cols, ways)
+            blocks = [(st, m[:, a:b], out[:, a:b]) for a, b in edges]
+        self._parts = [pool.submit(_matmul_into, *blk) for blk in blocks]
+
+    def finish(self) -> None:
+        """Wait for the product and write its blocks into PSUM (in the calling thread)."""
+        for part in self._parts:
+            part.result()
+        result = self.result
+        for out, accumulate, r0, r1, c0, c1 in self.targets:
+            block = result[r0:r1, c0:c1]
+            if block.shape != out.shape:
+                block = block.reshape(out.shape)
+            if accumulate:
+                np.add(out, block, out=out)
+            else:
+                np.copyto(out, block)
+
+
+def _matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    np.matmul(a, b, out=out)
+
+
+def _edges(n: int, ways: int) -> list[tuple[int, int]]:
+    """Split ``range(n)`` into at most ``ways`` near-equal parts of at least MIN_PART."""
+    parts = max(1, min(ways, n // MIN_PART))
+    bounds = [n * i // parts for i in range(parts + 1)]
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+class GemmRunner:
+    """The launch's GEMM jobs in flight, oldest first.
+
+    Args:
+        ways: threads each job is split over (0: run every job inline at submit, no threads).
+        keep: how many jobs may stay in flight when a new one is submitted.
+    """
+
+    def __init__(self, ways: int = 0, keep: int = 1) -> None:
+        self._ways = ways
+        self._keep = keep
+        self._jobs: list[GemmJob] = []
+        #: tensors the jobs in flight write (PSUM) or read through live views
+        self.writes: set[TensorDecl] = set()
+        self.reads: set[TensorDecl] = set()
+        #: counts retired jobs: held-back instructions may have become ready when it changes
+        self.retired = 0
+
+    def __bool__(self) -> bool:
+        return bool(self._jobs)
+
+    def submit(self, job: GemmJob) -> None:
+        """Start ``job``; then retire the older jobs beyond ``keep``."""
+        if self._ways <= 0:
+            job.start(None, 1)
+            job.finish()
+            self.retired += 1
+            return
+        job.start(_shared_pool(self._ways), self._ways)
+        self._jobs.append(job)
+        self.writes |= job.writes
+        self.reads |= job.reads
+        self.retire(self._keep)
+
+    def retire(self, keep: int = 0) -> None:
+        """Finish the oldest jobs until at most ``keep`` are in flight."""
+        if len(self._jobs) <= keep:
+            return
+        while len(self._jobs) > keep:
+            self._jobs.pop(0).finish()
+            self.retired += 1
+        self.writes = set().union(*(j.writes for j in self._jobs))
+        self.reads = set().union(*(j.reads for j in self._jobs))
+
+    def uses(self, tensor: TensorDecl) -> bool:
+        """True while a job in flight reads or writes ``tensor``."""
+        return tensor in self.writes or tensor in self.reads
