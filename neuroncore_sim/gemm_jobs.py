@@ -23,6 +23,7 @@ slows one block, not all of them. docs/model.md ("Functional values") describes 
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Iterator
@@ -38,6 +39,17 @@ MIN_PART = 64
 
 _pools: dict[int, ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
+
+
+def _forget_pools_in_child() -> None:
+    """A forked child (sweeps fork their workers) has none of the parent's pool threads; a
+    pool copied from the parent would take jobs and never run them."""
+    global _pools_lock
+    _pools.clear()
+    _pools_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pools_in_child)
 
 
 def _shared_pool(threads: int) -> ThreadPoolExecutor:

@@ -25,6 +25,10 @@ chain whose region it overlaps), so evaluating a chain early, or chains in any o
 same PSUM contents. Results equal the one-at-a-time evaluation up to float32 summation order:
 the hardware adds the K products into PSUM in issue order, BLAS sums the concatenated K in its
 own blocked order; both accumulate in float32 (docs/model.md, "Functional values").
+
+"Evaluated" means submitted: the GEMM runs on the executor's :class:`~.gemm_jobs.GemmRunner`
+(in line, or in a thread pool), and its results reach PSUM when the job is retired; the executor
+holds back whatever needs them until then.
 """
 
 from __future__ import annotations

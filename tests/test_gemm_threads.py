@@ -242,3 +242,23 @@ def test_kernel_thread_waits_when_far_ahead():
     assert slow.calls == list(range(3 * pipeline.AHEAD_HIGH))
     assert longest <= pipeline.AHEAD_HIGH + 1
     assert not [t for t in threading.enumerate() if t.name == "neuroncore_sim-values"]
+
+
+def test_forked_child_runs_gemms():
+    """A child forked after the parent used the pool (as sweep workers are) still runs jobs."""
+    import multiprocessing
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork on this platform")
+    test_job_split_over_threads_equals_one_gemm(2)  # the parent's pool exists now
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        assert pool.apply_async(_child_gemm).get(timeout=30) == 0.0
+
+
+def _child_gemm() -> float:
+    s = np.ones((64, 128), F32)
+    out = np.zeros((128, 128), F32)
+    runner = GemmRunner(2)
+    runner.submit(GemmJob(s, s, [(out, False, 0, 128, 0, 128)], set(), set()))
+    runner.retire(0)
+    return float(np.abs(out - 64.0).max())
