@@ -70,7 +70,7 @@ def single_threaded_blas() -> Iterator[int]:
 
     Uses threadpoolctl; when it finds no BLAS library to control, BLAS is left alone and the
     GEMMs are not split (yields 1)."""
-    from threadpoolctl import ThreadpoolController  # imported on use: ~20 ms
+    from threadpoolctl import ThreadpoolController  # only functional launches need it
 
     controller = ThreadpoolController().select(user_api="blas")
     infos = controller.info()
@@ -190,10 +190,12 @@ class GemmRunner:
 
     def retire(self, keep: int = 0) -> None:
         """Finish the oldest jobs until at most ``keep`` are in flight."""
-        if len(self._jobs) <= keep:
+        done = self._jobs[:max(0, len(self._jobs) - keep)]
+        if not done:
             return
-        while len(self._jobs) > keep:
-            self._jobs.pop(0).finish()
+        for job in done:
+            job.finish()
+            self._jobs.remove(job)
             self.retired += 1
         self.writes = set().union(*(j.writes for j in self._jobs))
         self.reads = set().union(*(j.reads for j in self._jobs))
