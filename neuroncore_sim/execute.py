@@ -118,8 +118,10 @@ class Executor:
             self._release_held()
 
     def settle(self) -> None:
-        """Finish every GEMM in flight and run every held instruction."""
-        while self._held or self._gemms:
+        """Compute everything recorded so far: evaluate the pending chains, finish every GEMM
+        in flight and run every held instruction (a held matmul may start a chain again)."""
+        while self._held or self._gemms or self._chains:
+            self._chains.flush()  # (pending chains never touch what held instructions touch)
             self._gemms.retire(0)
             self._seen_retired = -1  # look at every held item again
             self._release_held()
@@ -234,14 +236,12 @@ class Executor:
     def read(self, access: Access) -> np.ndarray:
         """A copy of the region ``access`` selects (shape ``access.shape``, the tensor's dtype;
         tfloat32 reads as float32)."""
-        self._chains.flush()
         self.settle()
         return self.memory.view(access).copy()
 
     def write(self, access: Access, values: np.ndarray) -> None:
         """Overwrite the region ``access`` selects with ``values`` (cast to the tensor's dtype;
         same shape, same number of elements, or broadcastable)."""
-        self._chains.flush()
         self.settle()
         dst = self.memory.view_for_write(access)
         arr = np.asarray(values)
@@ -288,14 +288,12 @@ class Executor:
 
     def logical(self, decl: TensorDecl) -> np.ndarray:
         """A copy of tensor ``decl`` in its declared shape."""
-        self._chains.flush()
         self.settle()
         return self.memory.logical(decl)
 
     def take(self, decl: TensorDecl) -> np.ndarray:
         """Tensor ``decl`` in its declared shape, handed over without a copy (the launch is over:
         nothing may access ``decl`` afterwards)."""
-        self._chains.flush()
         self.settle()
         return self.memory.take(decl)
 

@@ -81,6 +81,7 @@ def _run(ops, threads: int):
 @example([("mm", 0, False, 0), ("read", 0), ("mm", 0, True, 1), ("write", 0, 2), ("read", 0),
           ("mm", 1, False, 1), ("renew", 0), ("read", 1), ("mm", 0, True, 0), ("read", 0)])
 @example([("mm", 0, False, 1), ("read", 0), ("write", 2, 1), ("mm", 1, False, 1), ("read", 1)])
+@example([("mm", 0, False, 0), ("write", 0, 0), ("mm", 0, False, 0)])  # held matmul, then read
 def test_gemm_threads_equal_inline(ops):
     """Held-back instructions and GEMMs in flight give exactly the in-line values (small
     integers keep float32 sums exact) and the same warnings."""
