@@ -12,6 +12,15 @@ Retiring is deterministic: :class:`GemmRunner` keeps at most ``keep`` jobs in fl
 one is submitted and retires the oldest first, so which instructions wait for which GEMM
 depends on the program only, never on thread timing.
 
+Merging. BLAS runs a [128 x 2048] x [2048 x 1024] GEMM about 35% slower per flop than a 2048^3
+one (measured single-threaded, benchmarks/simulator_speed.py's machine). A matmul that computes
+one 128-row block at a time makes one such GEMM per block, all with the same moving operand (a
+float32 view of the HBM tensor, ``hbm_origin.py``) and stationary operands side by side in the
+same HBM tensor. So while a job is in flight, the next one is *staged*, not started: later jobs
+that continue it (same moving view and the next stationary columns, or the converse) merge into
+it until it has :data:`MERGE_ELEMENTS` output elements or a job that does not continue it comes.
+The decision depends on the operands only, so it is deterministic too.
+
 BLAS threads. A multi-threaded BLAS call runs its threads in lockstep; when the Python threads of
 the launch (tracing, values) take a core from it, the whole GEMM stalls (measured: a GEMM ran
 4x slower next to a tracing thread on 2 cores). So during a functional launch BLAS runs
@@ -36,6 +45,9 @@ _F32 = np.dtype(np.float32)
 #: Below this many output rows (or columns) a GEMM is not split: the parts would be too small
 #: for BLAS to run efficiently.
 MIN_PART = 64
+#: A staged job takes merges until its result has this many elements ([512 x 2048]: BLAS runs
+#: it at about 90% of its 2048^3 rate single-threaded, against 73% for [128 x 1024] parts).
+MERGE_ELEMENTS = 512 * 2048
 
 _pools: dict[int, ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
@@ -128,6 +140,30 @@ class GemmJob:
             blocks = [(st, m[:, a:b], out[:, a:b]) for a, b in edges]
         self._parts = [pool.submit(_matmul_into, *blk) for blk in blocks]
 
+    def merged(self, later: GemmJob) -> GemmJob | None:
+        """One job computing both ``self`` and ``later`` (neither started), when they share
+        one operand and ``later``'s other operand continues ``self``'s in the same array (the
+        next columns); else None. The merged job's result blocks keep their PSUM targets."""
+        if _same_view(self.moving, later.moving):
+            stationary = _joined(self.stationary, later.stationary)
+            if stationary is None:
+                return None
+            rows = self.stationary.shape[1]
+            moved = [(o, acc, r0 + rows, r1 + rows, c0, c1)
+                     for o, acc, r0, r1, c0, c1 in later.targets]
+            return GemmJob(stationary, self.moving, self.targets + moved,
+                           self.reads | later.reads, self.writes | later.writes)
+        if _same_view(self.stationary, later.stationary):
+            moving = _joined(self.moving, later.moving)
+            if moving is None:
+                return None
+            cols = self.moving.shape[1]
+            moved = [(o, acc, r0, r1, c0 + cols, c1 + cols)
+                     for o, acc, r0, r1, c0, c1 in later.targets]
+            return GemmJob(self.stationary, moving, self.targets + moved,
+                           self.reads | later.reads, self.writes | later.writes)
+        return None
+
     def finish(self) -> None:
         """Wait for the product and write its blocks into PSUM (in the calling thread)."""
         for part in self._parts:
@@ -143,6 +179,29 @@ class GemmJob:
                 np.copyto(out, block)
 
 
+def _address(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0]
+
+
+def _same_view(a: np.ndarray, b: np.ndarray) -> bool:
+    """True when ``a`` and ``b`` are the same elements of the same array."""
+    return a is b or (a.base is not None and a.base is b.base and a.shape == b.shape
+                      and a.strides == b.strides and _address(a) == _address(b))
+
+
+def _joined(left: np.ndarray, right: np.ndarray) -> np.ndarray | None:
+    """``[K, F1]`` view ``left`` and ``[K, F2]`` view ``right`` as one ``[K, F1 + F2]`` view,
+    when ``right`` holds the columns right after ``left``'s in the same array; else None."""
+    base = left.base
+    if (base is None or right.base is not base or left.strides != right.strides
+            or left.shape[0] != right.shape[0]
+            or _address(right) != _address(left) + left.shape[1] * left.strides[1]):
+        return None
+    joined = np.ndarray((left.shape[0], left.shape[1] + right.shape[1]), left.dtype, base,
+                        _address(left) - _address(base), left.strides)
+    return joined
+
+
 def _matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     np.matmul(a, b, out=out)
 
@@ -155,41 +214,71 @@ def _edges(n: int, ways: int) -> list[tuple[int, int]]:
 
 
 class GemmRunner:
-    """The launch's GEMM jobs in flight, oldest first.
+    """The launch's GEMM jobs in flight, oldest first, and the staged one (see the module
+    docstring: it is started when nothing more merges into it).
 
     Args:
         ways: threads each job is split over (0: run every job inline at submit, no threads).
-        keep: how many jobs may stay in flight when a new one is submitted.
+        keep: how many started jobs may stay in flight when a new one is started.
+        merge_elements: a staged job is started once its result has this many elements.
     """
 
-    def __init__(self, ways: int = 0, keep: int = 1) -> None:
+    def __init__(self, ways: int = 0, keep: int = 1,
+                 merge_elements: int = MERGE_ELEMENTS) -> None:
         self._ways = ways
         self._keep = keep
-        self._jobs: list[GemmJob] = []
-        #: tensors the jobs in flight write (PSUM) or read through live views
+        self._merge_elements = merge_elements
+        self._jobs: list[GemmJob] = []  # started, oldest first
+        self._staged: GemmJob | None = None
+        #: tensors the jobs in flight (and the staged one) write (PSUM) or read through views
         self.writes: set[TensorDecl] = set()
         self.reads: set[TensorDecl] = set()
         #: counts retired jobs: held-back instructions may have become ready when it changes
         self.retired = 0
 
     def __bool__(self) -> bool:
-        return bool(self._jobs)
+        return bool(self._jobs) or self._staged is not None
 
     def submit(self, job: GemmJob) -> None:
-        """Start ``job``; then retire the older jobs beyond ``keep``."""
+        """Stage or start ``job`` (merged into the staged job when it continues it); then
+        retire the older jobs beyond ``keep``."""
         if self._ways <= 0:
             job.start(None, 1)
             job.finish()
             self.retired += 1
             return
+        staged = self._staged
+        merged = staged.merged(job) if staged is not None else None
+        if merged is not None:
+            self._staged = merged
+            if merged.result.size >= self._merge_elements:
+                self._start_staged()
+        else:
+            self._start_staged()
+            if self._jobs and job.result.size < self._merge_elements:
+                self._staged = job  # something runs meanwhile: wait for jobs that continue it
+            else:
+                self._start(job)
+        self.writes |= job.writes  # (retiring recomputes the sets without the new job)
+        self.reads |= job.reads
+
+    def _start_staged(self) -> None:
+        job, self._staged = self._staged, None
+        if job is not None:
+            self._start(job)
+
+    def _start(self, job: GemmJob) -> None:
         job.start(_shared_pool(self._ways), self._ways)
         self._jobs.append(job)
-        self.writes |= job.writes
-        self.reads |= job.reads
         self.retire(self._keep)
 
     def retire(self, keep: int = 0) -> None:
-        """Finish the oldest jobs until at most ``keep`` are in flight."""
+        """Finish the oldest started jobs until at most ``keep`` are in flight (``keep=0``
+        also starts and finishes the staged job)."""
+        if keep == 0 and self._staged is not None:
+            job, self._staged = self._staged, None
+            job.start(_shared_pool(self._ways), self._ways)
+            self._jobs.append(job)
         done = self._jobs[:max(0, len(self._jobs) - keep)]
         if not done:
             return
@@ -197,9 +286,10 @@ class GemmRunner:
             job.finish()
             self._jobs.remove(job)
             self.retired += 1
-        self.writes = set().union(*(j.writes for j in self._jobs))
-        self.reads = set().union(*(j.reads for j in self._jobs))
+        live = self._jobs + ([self._staged] if self._staged is not None else [])
+        self.writes = set().union(*(j.writes for j in live))
+        self.reads = set().union(*(j.reads for j in live))
 
     def uses(self, tensor: TensorDecl) -> bool:
-        """True while a job in flight reads or writes ``tensor``."""
+        """True while a job in flight (or the staged one) reads or writes ``tensor``."""
         return tensor in self.writes or tensor in self.reads

@@ -3,6 +3,8 @@ while they run (execute.py): same values, warnings and first error as running in
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import threading
 import time
 
@@ -263,3 +265,88 @@ def _child_gemm() -> float:
     runner.submit(GemmJob(s, s, [(out, False, 0, 128, 0, 128)], set(), set()))
     runner.retire(0)
     return float(np.abs(out - 64.0).max())
+
+
+def _record_starts(monkeypatch) -> list[tuple[int, int]]:
+    """Patch GemmJob.start to record the result shape of every job started."""
+    shapes = []
+    real = GemmJob.start
+
+    def start(self, pool, ways):
+        shapes.append(self.result.shape)
+        return real(self, pool, ways)
+    monkeypatch.setattr(GemmJob, "start", start)
+    return shapes
+
+
+@pytest.mark.parametrize("along", ["rows", "cols"])
+def test_runner_merges_jobs_that_continue_the_staged_one(monkeypatch, along):
+    """While a job runs, later jobs sharing one operand view and continuing the other (the
+    next columns of the same array) merge into one staged job; every block reaches its own
+    PSUM target."""
+    shapes = _record_starts(monkeypatch)
+    rng = np.random.default_rng(0)
+    shared = rng.integers(-3, 4, (64, 96)).astype(F32)
+    wide = rng.integers(-3, 4, (64, 5 * 128)).astype(F32)
+    outs = [np.zeros((128, 96) if along == "rows" else (96, 128), F32) for _ in range(5)]
+    runner = GemmRunner(2, merge_elements=3 * 128 * 96)
+    for i, out in enumerate(outs):
+        part = wide[:, i * 128:(i + 1) * 128]
+        s, m = (part, shared) if along == "rows" else (shared, part)
+        runner.submit(GemmJob(s, m, [(out, False, 0, out.shape[0], 0, out.shape[1])],
+                              set(), set()))
+    runner.retire(0)
+    for i, out in enumerate(outs):
+        part = wide[:, i * 128:(i + 1) * 128]
+        np.testing.assert_array_equal(out, part.T @ shared if along == "rows"
+                                      else shared.T @ part)
+    # The first job starts at once; the next three merge until MERGE_ELEMENTS; the last alone.
+    merged = [(128, 96), (384, 96), (128, 96)]
+    assert shapes == (merged if along == "rows" else [(c, r) for r, c in merged])
+
+
+def test_runner_does_not_merge_what_does_not_continue(monkeypatch):
+    """A gap between the columns, another array, or no shared operand: no merge."""
+    shapes = _record_starts(monkeypatch)
+    rng = np.random.default_rng(1)
+    shared = rng.integers(-3, 4, (64, 96)).astype(F32)
+    wide = rng.integers(-3, 4, (64, 512)).astype(F32)
+    other = wide.copy()
+    parts = [wide[:, 0:128], wide[:, 0:128],  # (the same columns again: not the next ones)
+             wide[:, 256:384], other[:, 384:512], wide[:, 128:256]]
+    movings = [shared, shared, shared, shared, shared.copy()]
+    outs = []
+    runner = GemmRunner(2)
+    for s, m in zip(parts, movings):
+        out = np.zeros((128, 96), F32)
+        outs.append((out, s, m))
+        runner.submit(GemmJob(s, m, [(out, True, 0, 128, 0, 96)], set(), set()))
+    runner.retire(0)
+    for out, s, m in outs:
+        np.testing.assert_array_equal(out, s.T @ m)
+    assert shapes == [(128, 96)] * 5
+
+
+def test_merged_gemms_in_a_kernel_equal_the_reference(monkeypatch):
+    """A blocked matmul whose 128-row blocks share the moving operand: its GEMMs merge (the
+    operands are float32 views of the HBM inputs) and the output is exact."""
+    import ml_dtypes
+
+    import neuroncore_sim as ncs
+    from kernels.matmul_blocked import kernel, reference
+    shapes = _record_starts(monkeypatch)
+    monkeypatch.setattr(importlib.import_module("neuroncore_sim.simulate"),
+                        "single_threaded_blas", _two_blas_threads)
+    rng = np.random.default_rng(2)
+    lhsT = rng.integers(-3, 4, (256, 768)).astype(ml_dtypes.bfloat16)
+    rhs = rng.integers(-3, 4, (256, 2048)).astype(ml_dtypes.bfloat16)
+    res = ncs.simulate(kernel, lhsT, rhs, timing=False)
+    np.testing.assert_array_equal(res.outputs[0], reference(lhsT, rhs))
+    assert shapes == [(128, 2048), (512, 2048), (128, 2048)]  # 6 blocks; 4 merge
+
+
+@contextlib.contextmanager
+def _two_blas_threads():
+    """single_threaded_blas as on a 2-core machine, whatever this one has."""
+    with single_threaded_blas():
+        yield 2
