@@ -184,22 +184,29 @@ def _address(a: np.ndarray) -> int:
 
 
 def _same_view(a: np.ndarray, b: np.ndarray) -> bool:
-    """True when ``a`` and ``b`` are the same elements of the same array."""
-    return a is b or (a.base is not None and a.base is b.base and a.shape == b.shape
-                      and a.strides == b.strides and _address(a) == _address(b))
+    """True when ``a`` and ``b`` are the same elements (both live: no other array has them)."""
+    return a is b or (a.shape == b.shape and a.strides == b.strides
+                      and _address(a) == _address(b))
+
+
+def _owner(a: np.ndarray) -> np.ndarray:
+    """The array that owns ``a``'s memory."""
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
 
 
 def _joined(left: np.ndarray, right: np.ndarray) -> np.ndarray | None:
     """``[K, F1]`` view ``left`` and ``[K, F2]`` view ``right`` as one ``[K, F1 + F2]`` view,
     when ``right`` holds the columns right after ``left``'s in the same array; else None."""
-    base = left.base
-    if (base is None or right.base is not base or left.strides != right.strides
-            or left.shape[0] != right.shape[0]
+    owner = _owner(left)
+    if (owner is left or _owner(right) is not owner or not owner.flags.c_contiguous
+            or left.strides != right.strides or left.shape[0] != right.shape[0]
             or _address(right) != _address(left) + left.shape[1] * left.strides[1]):
         return None
-    joined = np.ndarray((left.shape[0], left.shape[1] + right.shape[1]), left.dtype, base,
-                        _address(left) - _address(base), left.strides)
-    return joined
+    # (a view of the owner, as the parts are: it joins later parts the same way)
+    return np.ndarray((left.shape[0], left.shape[1] + right.shape[1]), left.dtype, owner,
+                      _address(left) - _address(owner), left.strides)
 
 
 def _matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
