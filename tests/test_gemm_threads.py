@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
+import sys
 import threading
 import time
 
@@ -350,3 +352,13 @@ def _two_blas_threads():
     """single_threaded_blas as on a 2-core machine, whatever this one has."""
     with single_threaded_blas():
         yield 2
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
+def test_pool_threads_yield_to_the_python_threads():
+    """GEMM pool threads run at a lower priority than the launch's Python threads."""
+    from neuroncore_sim.gemm_jobs import GEMM_NICE, _priority_refused, _shared_pool
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    theirs = _shared_pool(2).submit(
+        lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id())).result()
+    assert theirs == min(19, mine + GEMM_NICE) or _priority_refused
