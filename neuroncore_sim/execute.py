@@ -16,7 +16,7 @@ import numpy as np
 
 from .checks import ValueChecks
 from .config import NeuronCoreConfig
-from .dtypes import cast, dtype_name
+from .dtypes import cast, dtype_name, is_float
 from .errors import KernelError, ShapeError, SimulatorError, UnsupportedError, expected
 from .gemm_jobs import GemmRunner
 from .hbm_origin import HbmOrigins
@@ -317,6 +317,11 @@ class Executor:
                 return
             value = accumulate(dst, value)
         if value.dtype != dst.dtype or tf32:
+            if where is None and not tf32 and value.dtype.kind == "f" and is_float(dst.dtype):
+                # float to float: dtypes.cast is astype (round to nearest even), and copyto
+                # runs the same conversion straight into the destination, without a temporary
+                np.copyto(dst, value, casting="unsafe")
+                return
             value = cast(value, acc.tensor.dtype)  # equal dtypes need no cast (the common case)
         if where is None:
             np.copyto(dst, value, casting="unsafe")
