@@ -306,6 +306,9 @@ class Executor:
         if ins.mask is not None and acc.shape == ins.dsts["out"].shape:
             where = ins.mask.evaluate(acc.shape)
         rmw = _read_modify_write(ins)
+        if (value.ndim == 0 and where is None and not rmw
+                and self.memory.fill_later(acc, cast(value, acc.tensor.dtype))):
+            return  # one value into a whole tile (a memset): written when first viewed
         dst = (self.memory.view(acc) if rmw or where is not None
                else self.memory.view_for_write(acc))
         if value.shape != dst.shape and value.size == dst.size:

@@ -53,6 +53,10 @@ MERGE_ELEMENTS = 512 * 2048
 #: How many nice steps the GEMM pool threads run below the launch (see _lower_priority).
 GEMM_NICE = 10
 
+#: How a GemmJob target receives its result block (see GemmJob).
+ADD, SET, ONTO_ZERO = "add", "set", "onto_zero"
+_PLUS_ZERO = np.float32(0.0)
+
 _pools: dict[int, ThreadPoolExecutor] = {}
 #: errors of pool threads that could not lower their priority (kept for inspection)
 _priority_refused: list[OSError] = []
@@ -130,9 +134,11 @@ class GemmJob:
     Args:
         stationary: ``[K, M]`` float32, not written by anyone while the job is in flight.
         moving: ``[K, N]`` float32, same.
-        targets: (PSUM view, accumulate, row start, row end, column start, column end) per
-            result block: the block ``result[r0:r1, c0:c1]`` is added into (accumulate) or
-            copied to the view.
+        targets: (PSUM view, how, row start, row end, column start, column end) per result
+            block: the block ``result[r0:r1, c0:c1]`` is added into the view (``how`` is
+            :data:`ADD`), copied to it (:data:`SET`), or written as ``block + 0.0``
+            (:data:`ONTO_ZERO`: the view's memory is +0.0 by a fill not done, ``memory.py``;
+            the sum turns -0.0 into +0.0 exactly as the addition would).
         reads: tiles whose live views the operands are (kept unwritten until retired).
         writes: the PSUM tensors the targets belong to.
     """
@@ -175,8 +181,8 @@ class GemmJob:
             if stationary is None:
                 return None
             rows = self.stationary.shape[1]
-            moved = [(o, acc, r0 + rows, r1 + rows, c0, c1)
-                     for o, acc, r0, r1, c0, c1 in later.targets]
+            moved = [(o, how, r0 + rows, r1 + rows, c0, c1)
+                     for o, how, r0, r1, c0, c1 in later.targets]
             return GemmJob(stationary, self.moving, self.targets + moved,
                            self.reads | later.reads, self.writes | later.writes)
         if _same_view(self.stationary, later.stationary):
@@ -184,8 +190,8 @@ class GemmJob:
             if moving is None:
                 return None
             cols = self.moving.shape[1]
-            moved = [(o, acc, r0, r1, c0 + cols, c1 + cols)
-                     for o, acc, r0, r1, c0, c1 in later.targets]
+            moved = [(o, how, r0, r1, c0 + cols, c1 + cols)
+                     for o, how, r0, r1, c0, c1 in later.targets]
             return GemmJob(self.stationary, moving, self.targets + moved,
                            self.reads | later.reads, self.writes | later.writes)
         return None
@@ -195,14 +201,16 @@ class GemmJob:
         for part in self._parts:
             part.result()
         result = self.result
-        for out, accumulate, r0, r1, c0, c1 in self.targets:
+        for out, how, r0, r1, c0, c1 in self.targets:
             block = result[r0:r1, c0:c1]
             if block.shape != out.shape:
                 block = block.reshape(out.shape)
-            if accumulate:
+            if how is ADD:
                 np.add(out, block, out=out)
-            else:
+            elif how is SET:
                 np.copyto(out, block)
+            else:
+                np.add(block, _PLUS_ZERO, out=out)
 
 
 def _address(a: np.ndarray) -> int:

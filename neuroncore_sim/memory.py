@@ -229,10 +229,31 @@ class Memory:
         """:meth:`view`, for a caller about to overwrite every element it selects: a tensor not
         filled yet stays unfilled when the access covers all of it."""
         decl = access.tensor
-        if (self._unfilled and decl in self._unfilled and access.offset == 0
-                and access.size == decl.size and access.contiguous_runs()[0] == 1):
+        if self._unfilled and decl in self._unfilled and _whole(access):
             del self._unfilled[decl]
         return self.view(access)
+
+    def fill_later(self, access: Access, value: np.ndarray) -> bool:
+        """Fill the whole tensor ``access`` covers with ``value`` (a scalar of its dtype) when
+        it is next viewed, instead of now: a memset of a PSUM tile that GEMM results then
+        overwrite whole (``claim_fill``) is never written. Returns False, doing nothing, when
+        ``access`` does not cover its whole tensor (or the tensor has no storage)."""
+        decl = access.tensor
+        if decl not in self._arrays or not _whole(access):
+            return False
+        self._unfilled[decl] = value
+        if self._lazy and decl in self._lazy:
+            self._lazy.replace(decl, [])  # pending loads into it are overwritten
+        return True
+
+    def pending_fill(self, decl: TensorDecl) -> object | None:
+        """The value ``decl`` will be filled with when next viewed, or None (filled already)."""
+        return self._unfilled.get(decl) if self._unfilled else None
+
+    def claim_fill(self, decl: TensorDecl) -> None:
+        """Drop ``decl``'s pending fill: the caller writes every element before anything reads
+        them (and accounts for the fill value itself)."""
+        self._unfilled.pop(decl, None)
 
     def logical(self, decl: TensorDecl) -> np.ndarray:
         """A copy of the tensor in its declared logical shape."""
@@ -256,6 +277,11 @@ class Memory:
         return expected(f"access into tensor {access.tensor.name!r} "
                         f"(offset {access.offset}, pattern {list(access.pattern)})",
                         f"element offsets in [0, {size})", f"offsets {lo}..{hi}")
+
+
+def _whole(a: Access) -> bool:
+    """True when ``a`` selects every element of its tensor, each once, in storage order."""
+    return a.offset == 0 and a.size == a.tensor.size and a.contiguous_runs()[0] == 1
 
 
 def _extent(a: Access) -> tuple[int, int]:

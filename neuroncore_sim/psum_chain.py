@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .gemm_jobs import GemmJob, GemmRunner
+from .gemm_jobs import ADD, ONTO_ZERO, SET, GemmJob, GemmRunner
 from .hbm_origin import HbmOrigins, HbmRegion
 from .ir import Access, TensorDecl
 from .memory import Memory
@@ -178,8 +178,31 @@ class PsumChains:
         self.generation += 1
         for chain in batch:
             self._unlink(chain)
+        onto_zero = self._claim_zeroed(batch)
         for rows, cols, cells in _grids(batch):
-            self._gemm(rows, cols, cells)
+            self._gemm(rows, cols, cells, onto_zero)
+
+    def _claim_zeroed(self, batch: list[_Chain]) -> set[TensorDecl]:
+        """The PSUM tensors of ``batch`` that a pending memset of +0.0 fills (not written yet,
+        ``Memory.fill_later``) and whose chains in ``batch`` cover every element: their GEMM
+        results are written onto zero without the memset ever being done (the usual
+        ``acc = nl.zeros(..., buffer=nl.psum)`` then ``acc += nc_matmul(...)``)."""
+        by_tensor: dict[TensorDecl, list[_Chain]] = {}
+        for c in batch:
+            by_tensor.setdefault(c.dst.tensor, []).append(c)
+        claimed = set()
+        for t, chains in by_tensor.items():
+            fill = self._memory.pending_fill(t)
+            if (fill is None or np.asarray(fill).dtype != _F32 or fill != 0
+                    or np.signbit(fill)):
+                continue
+            # Pending chains into one tensor have disjoint bounding boxes; rectangles whose
+            # sizes add up to the tensor's therefore cover it.
+            if (all(_rectangle(c.dst) for c in chains)
+                    and sum(c.dst.size for c in chains) == t.size):
+                self._memory.claim_fill(t)
+                claimed.add(t)
+        return claimed
 
     def _batch(self, needed: list[_Chain]) -> list[_Chain]:
         """``needed`` plus the pending chains linked to it by a shared stationary or moving
@@ -212,7 +235,7 @@ class PsumChains:
             self._forget_readers(dst.tensor)
 
     def _gemm(self, rows: list[_Chain], cols: list[_Chain],
-              cells: list[tuple[_Chain, int, int]]) -> None:
+              cells: list[tuple[_Chain, int, int]], onto_zero: set[TensorDecl]) -> None:
         """Submit one GEMM for a grid: ``rows`` carry the stationary sequences, ``cols`` the
         moving ones; ``cells`` are (chain, row, col). The job owns its float32 operands (or
         names the tiles it reads in place) and gets its PSUM views now, in the values thread."""
@@ -228,9 +251,13 @@ class PsumChains:
             m, n_offsets = self._from_hbm(cols, 1) or self._concat(cols, 1)
         targets = []
         for chain, i, j in cells:
-            out = (self._memory.view(chain.dst) if chain.accumulate
-                   else self._memory.view_for_write(chain.dst))
-            targets.append((out, chain.accumulate, m_offsets[i], m_offsets[i + 1],
+            if not chain.accumulate:
+                out, how = self._memory.view_for_write(chain.dst), SET
+            elif chain.dst.tensor in onto_zero:
+                out, how = self._memory.view(chain.dst), ONTO_ZERO
+            else:
+                out, how = self._memory.view(chain.dst), ADD
+            targets.append((out, how, m_offsets[i], m_offsets[i + 1],
                             n_offsets[j], n_offsets[j + 1]))
         self.runner.submit(GemmJob(s, m, targets, reads, {c.dst.tensor for c, _, _ in cells}))
 
@@ -344,6 +371,14 @@ def _grids(batch: list[_Chain]) -> list[tuple[list[_Chain], list[_Chain], list]]
         cells.extend((c, len(rows), j) for c, j in placed)
         rows.append(group[0])
     return list(grids.values())
+
+
+def _rectangle(a: Access) -> bool:
+    """True when ``a`` selects a plain rectangle of rows x columns of its tensor, each element
+    once (what ``nl.zeros`` tiles and their block slices are)."""
+    p = a.pattern
+    return (len(p) == 2 and p[0][0] == a.tensor.row_size and p[1][0] == 1
+            and a.col_hi - a.col_lo == p[1][1] and a.row_hi - a.row_lo == p[0][1])
 
 
 def _adjacent(left: Access, right: Access) -> bool:

@@ -21,7 +21,7 @@ from neuroncore_sim import pipeline
 from neuroncore_sim.config import TRN1
 from neuroncore_sim.errors import ShapeError, UninitializedReadWarning
 from neuroncore_sim.execute import Executor
-from neuroncore_sim.gemm_jobs import GemmJob, GemmRunner, _edges, single_threaded_blas
+from neuroncore_sim.gemm_jobs import ADD, SET, GemmJob, GemmRunner, _edges, single_threaded_blas
 from neuroncore_sim.ir import Engine, MemSpace, Opcode
 from neuroncore_sim.pipeline import PipelinedExecutor
 
@@ -194,7 +194,7 @@ def test_job_split_over_threads_equals_one_gemm(ways):
     s = rng.integers(-3, 4, (64, 200)).astype(F32)
     m = rng.integers(-3, 4, (64, 130)).astype(F32)
     out = np.zeros((200, 130), F32)
-    job = GemmJob(s, m, [(out, True, 0, 200, 0, 130)], set(), set())
+    job = GemmJob(s, m, [(out, ADD, 0, 200, 0, 130)], set(), set())
     runner = GemmRunner(ways)
     runner.submit(job)
     runner.retire(0)
@@ -264,7 +264,7 @@ def _child_gemm() -> float:
     s = np.ones((64, 128), F32)
     out = np.zeros((128, 128), F32)
     runner = GemmRunner(2)
-    runner.submit(GemmJob(s, s, [(out, False, 0, 128, 0, 128)], set(), set()))
+    runner.submit(GemmJob(s, s, [(out, SET, 0, 128, 0, 128)], set(), set()))
     runner.retire(0)
     return float(np.abs(out - 64.0).max())
 
@@ -295,7 +295,7 @@ def test_runner_merges_jobs_that_continue_the_staged_one(monkeypatch, along):
     for i, out in enumerate(outs):
         part = wide[:, i * 128:(i + 1) * 128]
         s, m = (part, shared) if along == "rows" else (shared, part)
-        runner.submit(GemmJob(s, m, [(out, False, 0, out.shape[0], 0, out.shape[1])],
+        runner.submit(GemmJob(s, m, [(out, SET, 0, out.shape[0], 0, out.shape[1])],
                               set(), set()))
     runner.retire(0)
     for i, out in enumerate(outs):
@@ -322,7 +322,7 @@ def test_runner_does_not_merge_what_does_not_continue(monkeypatch):
     for s, m in zip(parts, movings):
         out = np.zeros((128, 96), F32)
         outs.append((out, s, m))
-        runner.submit(GemmJob(s, m, [(out, True, 0, 128, 0, 96)], set(), set()))
+        runner.submit(GemmJob(s, m, [(out, ADD, 0, 128, 0, 96)], set(), set()))
     runner.retire(0)
     for out, s, m in outs:
         np.testing.assert_array_equal(out, s.T @ m)

@@ -162,3 +162,22 @@ def test_write_into_hbm_copies_pending_loads_first():
                    {"src": rect(hbm, slice(None), slice(None))}, Engine.DMA))
     ex.write(rect(hbm, slice(None), slice(None)), np.zeros((8, 8), F32))
     np.testing.assert_array_equal(ex.logical(sb), np.arange(64, dtype=F32).reshape(8, 8))
+
+
+def test_whole_tile_memset_is_filled_when_viewed():
+    """A memset of a whole tile is done when the tile is next viewed; a pending load into it is
+    dropped (the memset overwrites it); a memset of part of a tile is done at once."""
+    ex = Executor(TRN1)
+    hbm = tile(ex, np.arange(K * W, dtype=F32).reshape(K, W), space=MemSpace.HBM, kind="input")
+    sb = tile(ex, np.zeros((K, W), F32))
+    ex.execute(ins(Opcode.DMA_COPY, {"out": rect(sb, slice(None), slice(None))},
+                   {"src": rect(hbm, slice(None), slice(None))}, Engine.DMA))
+    ex.execute(ins(Opcode.MEMSET, {"out": rect(sb, slice(None), slice(None))}, {}, value=3.0))
+    assert ex.memory.pending_fill(sb) == 3.0
+    np.testing.assert_array_equal(ex.logical(sb), np.full((K, W), 3.0))
+    assert ex.memory.pending_fill(sb) is None
+    ex.execute(ins(Opcode.MEMSET, {"out": rect(sb, slice(0, 4), slice(None))}, {}, value=-1.0))
+    assert ex.memory.pending_fill(sb) is None
+    want = np.full((K, W), 3.0)
+    want[:4] = -1.0
+    np.testing.assert_array_equal(ex.logical(sb), want)

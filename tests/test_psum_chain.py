@@ -31,11 +31,11 @@ def gemms(monkeypatch) -> list[tuple[int, int, int]]:
     calls: list[tuple[int, int, int]] = []
     real = psum_chain.PsumChains._gemm
 
-    def spy(self, rows, cols, cells):
+    def spy(self, rows, cols, cells, *rest):
         calls.append((sum(r.stationary[0].shape[1] for r in rows),
                       sum(p.shape[0] for p in rows[0].stationary),
                       sum(c.moving[0].shape[1] for c in cols)))
-        return real(self, rows, cols, cells)
+        return real(self, rows, cols, cells, *rest)
     monkeypatch.setattr(psum_chain.PsumChains, "_gemm", spy)
     return calls
 
@@ -156,13 +156,15 @@ def test_pending_bytes_bound_flushes_early(ex, gemms, monkeypatch):
 def _chain_ops():
     """Random programs: matmuls (accumulating or not) into four PSUM regions (0 and 1 disjoint
     in one tensor, 2 overlapping both, 3 in a second tensor) from two stationary tiles and two
-    moving operands that are side-by-side slices of one wide tile; rewrites of an operand; and
-    PSUM reads."""
+    moving operands that are side-by-side slices of one wide tile; rewrites of an operand; PSUM
+    reads; and memsets of a whole PSUM tensor (+0.0 ones are done only if a GEMM does not
+    overwrite the whole tensor, ``PsumChains._claim_zeroed``)."""
     mm = st.tuples(st.just("mm"), st.integers(0, 3), st.booleans(), st.integers(0, 1),
                    st.integers(0, 1))
     write = st.tuples(st.just("write"), st.integers(0, 2), st.integers(-3, 3))
     read = st.tuples(st.just("read"), st.integers(0, 3))
-    return st.lists(st.one_of(mm, mm, mm, write, read), min_size=1, max_size=16)
+    fill = st.tuples(st.just("fill"), st.integers(0, 1), st.sampled_from([0.0, -0.0, 2.0]))
+    return st.lists(st.one_of(mm, mm, mm, write, read, fill), min_size=1, max_size=16)
 
 
 @settings(max_examples=200, deadline=None)
@@ -170,6 +172,9 @@ def _chain_ops():
 @example([("mm", 0, False, 0, 0), ("mm", 2, False, 1, 1), ("mm", 0, True, 1, 0), ("read", 2)])
 @example([("mm", 0, False, 0, 0), ("mm", 1, False, 0, 1), ("mm", 3, False, 1, 0),
           ("mm", 0, True, 0, 0), ("mm", 1, True, 0, 1), ("write", 2, 1), ("read", 3)])
+@example([("fill", 1, 2.0), ("mm", 3, True, 0, 0), ("read", 3)])  # a fill that is not +0.0
+@example([("mm", 1, False, 0, 1), ("fill", 0, 0.0), ("mm", 0, True, 0, 0), ("read", 0)])
+@example([("fill", 0, 0.0), ("mm", 0, True, 0, 0), ("mm", 1, True, 1, 1), ("read", 1)])
 def test_deferred_chains_equal_eager_evaluation(ops):
     """Whatever the interleaving, deferred chains (batched, fused into grids) give what
     evaluating every matmul at once gives (float64 reference; small integers keep float32 sums
@@ -209,10 +214,62 @@ def test_deferred_chains_equal_eager_evaluation(ops):
                                                             slice(0, shape[1]))},
                            {"src": rect(tile(ex, np.full(shape, value, F32)), slice(None),
                                         slice(None))}))
+        elif op[0] == "fill":
+            _, p, value = op
+            ex.execute(ins(Opcode.MEMSET, {"out": rect(psum[p], slice(None), slice(None))}, {},
+                           value=value))
+            model[p][:] = value
         else:
             p, cols = regions[op[1]]
             ex.execute(ins(Opcode.TENSOR_COPY, {"out": rect(out, slice(None), slice(None))},
                            {"src": rect(psum[p], slice(None), cols)}))
             np.testing.assert_array_equal(ex.logical(out), model[p][:, cols])
     for p in range(2):
-        np.testing.assert_array_equal(ex.logical(psum[p]), model[p])
+        got = ex.logical(psum[p])
+        np.testing.assert_array_equal(got, model[p])
+        # -0.0 stays -0.0 only where no matmul added into it (x + -0.0 is x, -0.0 + +0.0 +0.0)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(model[p].astype(F32)))
+
+
+def test_zeroed_psum_tile_is_never_filled(ex, monkeypatch):
+    """``acc = zeros`` then ``acc += matmul`` over the whole tile: the GEMM result is written
+    onto the zeros the memset would have left, and the memset itself never writes memory."""
+    from neuroncore_sim import memory
+    fills = []
+    monkeypatch.setattr(memory, "_fill", lambda arr, value: fills.append(value))
+    psum = tile(ex, shape=(4, 12), space=MemSpace.PSUM)
+    s, m = _ints((8, 4)), _ints((8, 12))
+    ex.execute(ins(Opcode.MEMSET, {"out": rect(psum, slice(None), slice(None))}, {}, value=0.0))
+    assert ex.memory.pending_fill(psum) == 0
+    for half in (slice(0, 6), slice(6, 12)):
+        _matmul(ex, None, None, None, True, dst=rect(psum, slice(None), half),
+                stationary=rect(tile(ex, s.astype(BF16)), slice(None), slice(None)),
+                moving=rect(tile(ex, m[:, half].astype(BF16)), slice(None), slice(None)))
+    np.testing.assert_array_equal(ex.logical(psum), s.T @ m)
+    assert fills == [] and ex.memory.pending_fill(psum) is None
+
+
+def test_only_plain_rectangles_count_as_covering():
+    """A chain's PSUM region counts towards covering its tensor only when it selects whole
+    rows x columns, each element once."""
+    from neuroncore_sim.ir import Access
+    from neuroncore_sim.psum_chain import _rectangle
+    ex = Executor(TRN1)
+    psum = tile(ex, shape=(4, 12), space=MemSpace.PSUM)
+    assert _rectangle(rect(psum, slice(0, 4), slice(6, 12)))
+    assert not _rectangle(Access(psum, 6, ((12, 4), (0, 6))))  # one column, six times
+    assert not _rectangle(Access(psum, 0, ((24, 2), (1, 6))))  # every other row
+    assert not _rectangle(Access(psum, 0, ((12, 4), (2, 6))))  # every other column
+
+
+def test_result_onto_zero_is_the_sum_with_plus_zero():
+    """ONTO_ZERO writes block + 0.0 (what adding onto the memset's zeros gives: -0.0 becomes
+    +0.0); SET copies the block as it is."""
+    from neuroncore_sim.gemm_jobs import ONTO_ZERO, SET, GemmJob
+    s = np.zeros((8, 2), F32)
+    outs = {how: np.ones((2, 2), F32) for how in (ONTO_ZERO, SET)}
+    job = GemmJob(s, s, [(out, how, 0, 2, 0, 2) for how, out in outs.items()], set(), set())
+    job.start(None, 1)
+    job.result[:] = -0.0
+    job.finish()
+    assert not np.signbit(outs[ONTO_ZERO]).any() and np.signbit(outs[SET]).all()
