@@ -53,6 +53,15 @@ class MemSpace(str, enum.Enum):
     PSUM = "psum"
 
 
+# Why the hottest IR classes (TensorDecl, Access, Instruction) have hand-written __init__s: a
+# frozen dataclass's generated __init__ sets every field through object.__setattr__, which costs
+# about twice what the slot's own setter does, and the front end builds one Instruction and
+# about one Access per recorded instruction (tracing is the critical path of a functional run).
+# The classes stay frozen dataclasses with the same fields; only their construction is faster.
+def _slot_setters(cls: type, names: str) -> tuple:
+    """The slot setters of fields ``names`` of a frozen slots dataclass (they bypass its frozen
+    ``__setattr__``; for use in its own ``__init__`` only)."""
+    return tuple(cls.__dict__[n].__set__ for n in names.split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +93,7 @@ class Placement:
     tile_bytes: int
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, init=False)
 class TensorDecl:
     """A tensor the kernel reads or writes: a kernel argument, an HBM output or an on-chip tile.
 
@@ -115,23 +124,26 @@ class TensorDecl:
     row_size: int = field(init=False)
     strides: tuple[int, ...] = field(init=False)
 
-    def __post_init__(self) -> None:
-        rows = self.shape[self.partition_axis] if self.shape else 1
-        row_size = math.prod(self.shape) // rows if rows else 0
-        # Strides in the partition-major layout: the partition dim steps whole rows; the other
-        # dims keep their C order inside a row.
-        strides = [0] * len(self.shape)
-        step = 1
-        for d in reversed(range(len(self.shape))):
-            if d == self.partition_axis:
-                continue
-            strides[d] = step
-            step *= self.shape[d]
-        if self.shape:
-            strides[self.partition_axis] = row_size
-        object.__setattr__(self, "rows", rows)
-        object.__setattr__(self, "row_size", row_size)
-        object.__setattr__(self, "strides", tuple(strides))
+    def __init__(self, id: int, name: str, space: MemSpace, shape: tuple[int, ...],
+                 dtype: np.dtype, partition_axis: int = 0, kind: str = "tile",
+                 site: SourceLoc | None = None, placement: Placement | None = None) -> None:
+        layout = _LAYOUTS.get((shape, partition_axis)) if type(shape) is tuple else None
+        if layout is None:
+            layout = _layout(shape, partition_axis)
+        (set_id, set_name, set_space, set_shape, set_dtype, set_pa, set_kind, set_site,
+         set_placement, set_rows, set_row_size, set_strides) = _TENSOR_SETTERS
+        set_id(self, id)
+        set_name(self, name)
+        set_space(self, space)
+        set_shape(self, shape)
+        set_dtype(self, dtype)
+        set_pa(self, partition_axis)
+        set_kind(self, kind)
+        set_site(self, site)
+        set_placement(self, placement)
+        set_rows(self, layout[0])
+        set_row_size(self, layout[1])
+        set_strides(self, layout[2])
 
     @property
     def size(self) -> int:
@@ -153,7 +165,44 @@ class TensorDecl:
                 f"{dtype_name(self.dtype)})")
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+_TENSOR_SETTERS = _slot_setters(TensorDecl, "id name space shape dtype partition_axis kind site "
+                                "placement rows row_size strides")
+#: Bound of the layout and bounds caches below (cleared when full: they only save recomputation).
+_CACHE_SIZE = 4096
+#: (shape, partition_axis) -> (rows, row_size, strides): tiles of one shape repeat in every loop.
+_LAYOUTS: dict[tuple[tuple[int, ...], int], tuple[int, int, tuple[int, ...]]] = {}
+
+
+def _layout(shape: tuple[int, ...], partition_axis: int) -> tuple[int, int, tuple[int, ...]]:
+    """(rows, row_size, strides) of a tensor of ``shape`` stored partition-major (remembered in
+    ``_LAYOUTS`` for a tuple of plain ints)."""
+    layout = _compute_layout(shape, partition_axis)
+    if type(shape) is tuple and all(type(v) is int for v in (*shape, partition_axis)):
+        if len(_LAYOUTS) >= _CACHE_SIZE:
+            _LAYOUTS.clear()
+        _LAYOUTS[(shape, partition_axis)] = layout
+    return layout
+
+
+def _compute_layout(shape: tuple[int, ...], partition_axis: int
+                    ) -> tuple[int, int, tuple[int, ...]]:
+    rows = shape[partition_axis] if shape else 1
+    row_size = math.prod(shape) // rows if rows else 0
+    # Strides in the partition-major layout: the partition dim steps whole rows; the other
+    # dims keep their C order inside a row.
+    strides = [0] * len(shape)
+    step = 1
+    for d in reversed(range(len(shape))):
+        if d == partition_axis:
+            continue
+        strides[d] = step
+        step *= shape[d]
+    if shape:
+        strides[partition_axis] = row_size
+    return rows, row_size, tuple(strides)
+
+
+@dataclass(frozen=True, slots=True, eq=False, init=False)
 class Access:
     """An affine access pattern into one tensor (the region an operand reads or writes).
 
@@ -174,13 +223,25 @@ class Access:
     #: number of elements accessed (kept: hot paths ask for it on every instruction)
     size: int = field(init=False, compare=False, repr=False)
 
-    def __post_init__(self) -> None:
-        row_lo, row_hi, col_lo, col_hi = _bounds(self.tensor.row_size, self.offset, self.pattern)
-        object.__setattr__(self, "row_lo", row_lo)
-        object.__setattr__(self, "row_hi", row_hi)
-        object.__setattr__(self, "col_lo", col_lo)
-        object.__setattr__(self, "col_hi", col_hi)
-        object.__setattr__(self, "size", math.prod(n for _, n in self.pattern))
+    def __init__(self, tensor: TensorDecl, offset: int,
+                 pattern: tuple[tuple[int, int], ...]) -> None:
+        key = (tensor.row_size, offset, pattern)
+        try:
+            bounds = _BOUNDS.get(key)
+        except TypeError:  # lists in the pattern: not hashable, so never cached
+            bounds = None
+        if bounds is None:
+            bounds = _measure(*key)
+        (set_tensor, set_offset, set_pattern, set_row_lo, set_row_hi, set_col_lo, set_col_hi,
+         set_size) = _ACCESS_SETTERS
+        set_tensor(self, tensor)
+        set_offset(self, offset)
+        set_pattern(self, pattern)
+        set_row_lo(self, bounds[0])
+        set_row_hi(self, bounds[1])
+        set_col_lo(self, bounds[2])
+        set_col_hi(self, bounds[3])
+        set_size(self, bounds[4])
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -233,6 +294,25 @@ class Access:
         t = self.tensor
         return (f"{t.name}:{t.space.value}[{self.row_lo}:{self.row_hi},{self.col_lo}:{self.col_hi}]"
                 f"{list(self.shape)}")
+
+
+_ACCESS_SETTERS = _slot_setters(Access, "tensor offset pattern row_lo row_hi col_lo col_hi size")
+#: (row_size, offset, pattern) -> (row_lo, row_hi, col_lo, col_hi, size) of an Access: most
+#: accesses repeat the geometry of an earlier one (the same slice of each new tile).
+_BOUNDS: dict[tuple[int, int, tuple[tuple[int, int], ...]], tuple[int, ...]] = {}
+
+
+def _measure(row_size: int, offset: int, pattern: tuple[tuple[int, int], ...]) -> tuple[int, ...]:
+    """(row_lo, row_hi, col_lo, col_hi, size) of an access, remembered in ``_BOUNDS`` when all
+    are plain ints (so a numpy integer never leaks into a later access from the cache) and the
+    pattern is a tuple of tuples (hashable)."""
+    bounds = _bounds(row_size, offset, pattern) + (math.prod(n for _, n in pattern),)
+    if (all(type(v) is int for v in bounds) and type(pattern) is tuple
+            and all(type(d) is tuple for d in pattern)):
+        if len(_BOUNDS) >= _CACHE_SIZE:
+            _BOUNDS.clear()
+        _BOUNDS[(row_size, offset, pattern)] = bounds
+    return bounds
 
 
 def _bounds(row_size: int, offset: int, pattern: tuple[tuple[int, int], ...]) -> tuple[int, ...]:
@@ -311,7 +391,7 @@ class Predicate:
         return np.broadcast_to(out, shape)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, init=False)
 class Instruction:
     """One executed instruction.
 
@@ -340,6 +420,23 @@ class Instruction:
     instance: int = 0
     loops: tuple[tuple[int, int], ...] = ()
 
+    def __init__(self, id: int, opcode: Opcode, engine: Engine, dsts: dict[str, Access],
+                 srcs: dict[str, Access], attrs: dict[str, object], loc: SourceLoc | None = None,
+                 mask: Predicate | None = None, instance: int = 0,
+                 loops: tuple[tuple[int, int], ...] = ()) -> None:
+        (set_id, set_opcode, set_engine, set_dsts, set_srcs, set_attrs, set_loc, set_mask,
+         set_instance, set_loops) = _INSTRUCTION_SETTERS
+        set_id(self, id)
+        set_opcode(self, opcode)
+        set_engine(self, engine)
+        set_dsts(self, dsts)
+        set_srcs(self, srcs)
+        set_attrs(self, attrs)
+        set_loc(self, loc)
+        set_mask(self, mask)
+        set_instance(self, instance)
+        set_loops(self, loops)
+
     @property
     def out(self) -> Access:
         """The main destination."""
@@ -351,6 +448,10 @@ class Instruction:
             yield a, False
         for a in self.dsts.values():
             yield a, True
+
+
+_INSTRUCTION_SETTERS = _slot_setters(Instruction, "id opcode engine dsts srcs attrs loc mask "
+                                     "instance loops")
 
 
 @dataclass(slots=True)
