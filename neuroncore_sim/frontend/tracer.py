@@ -156,6 +156,7 @@ class Tracer:
         #: warnings about the kernel, shown by ``simulate`` and kept on the launch
         self.warnings: list[SimulatorWarning] = []
         self._locs: dict[tuple[str, int], SourceLoc] = {}
+        self._frame_locs: dict[tuple[int, int], tuple[object, SourceLoc]] = {}
         self._shared: dict[tuple[SourceLoc | None, int], TensorDecl] = {}
         self._shared_count = 0
         self._names: dict[str, int] = {}
@@ -203,14 +204,22 @@ class Tracer:
     def user_loc(self) -> SourceLoc | None:
         """The innermost stack frame outside this package: the kernel line being executed."""
         frame = sys._getframe(1)
-        while frame is not None and frame.f_code.co_filename.startswith(_PKG_DIR):
+        pkg = _PKG_DIR
+        while frame is not None and frame.f_code.co_filename.startswith(pkg):
             frame = frame.f_back  # type: ignore[assignment]
         if frame is None:
             return None
-        key = (frame.f_code.co_filename, frame.f_lineno)
+        # By code object and bytecode offset: f_lineno decodes the line table on every call.
+        # The cache holds the code object, so its id stays unique while the tracer lives.
+        code = frame.f_code
+        hit = self._frame_locs.get((id(code), frame.f_lasti))
+        if hit is not None:
+            return hit[1]
+        key = (code.co_filename, frame.f_lineno)
         loc = self._locs.get(key)
         if loc is None:
             loc = self._locs[key] = SourceLoc(*key)
+        self._frame_locs[(id(code), frame.f_lasti)] = (code, loc)
         return loc
 
     def fail(self, cls: type[SimulatorError], message: str) -> SimulatorError:
