@@ -29,6 +29,12 @@ from .indexing import DynamicIndex, IndexExpr, _is_int
 _IDENTITY: dict[int, tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]] = {}
 
 
+def _is_identity(coefs: tuple[tuple[int, ...], ...]) -> bool:
+    """True for the identity map that :meth:`NkiTensor.whole` gives (and plain slices keep)."""
+    known = _IDENTITY.get(len(coefs))
+    return known is not None and known[1] is coefs
+
+
 class NkiTensor:
     """A view of an HBM tensor or an on-chip tile (what ``nl.load``, ``nl.ndarray`` and every
     ``nisa`` call return, and what kernel arguments are).
@@ -121,6 +127,11 @@ class NkiTensor:
         decl = self._resolved()
         shape = self.shape
         offset = 0
+        if _is_identity(self.coefs):  # a whole tensor or a plain slice of one (the usual case)
+            for s, b in zip(decl.strides, self.base):
+                offset += s * b
+            self._access = Access(decl, offset, tuple(zip(decl.strides, shape)))
+            return self._access
         steps = [0] * len(shape)
         for s, b, row in zip(decl.strides, self.base, self.coefs):
             offset += s * b
@@ -161,6 +172,8 @@ class NkiTensor:
         shape = self.shape
         if not shape:
             return "a tile operand needs a partition dim"
+        if pa == 0 and _is_identity(self.coefs):  # view axis d is dim d: the partitions first
+            return None
         for d, row in enumerate(self.coefs):
             a = 0
             for c, n in zip(row, shape):
