@@ -6,6 +6,7 @@
 - loopcheck drops an older write rectangle that a new exact write covers without calling
   ``_subtract``: that is what ``_subtract`` gives for it.
 - ``Tracer.user_loc`` caches kernel lines by code object and bytecode offset.
+- ``basic_index.whole_index`` remembers the geometry of a key on a whole tensor by its shape.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from hypothesis import given, settings, strategies as st
 
 from neuroncore_sim.config import load_config
 from neuroncore_sim.dtypes import float32
-from neuroncore_sim.frontend import loopcheck
+from neuroncore_sim.frontend import basic_index as bi, loopcheck
 from neuroncore_sim.frontend.tensor import NkiTensor
 from neuroncore_sim.frontend.tracer import Tracer
 from neuroncore_sim.ir import Access, MemSpace, Program, TensorDecl
@@ -96,3 +97,20 @@ def test_user_loc_names_each_line_of_a_loop_and_of_a_helper() -> None:
         assert (loc.lineno, h1.lineno, h2.lineno) == (line, h1_line, h2_line)
         assert loc.filename == h1.filename == __file__
     assert seen[0][0] is seen[2][0]  # the same SourceLoc object for the same line
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(1, 6), min_size=1, max_size=4), st.data())
+def test_whole_view_geometry_cache_equals_basic_index(dims, data) -> None:
+    shape = tuple(dims)
+    items = st.one_of(st.integers(-7, 7), st.builds(slice, st.none() | st.integers(-7, 7),
+                                                     st.none() | st.integers(-7, 7),
+                                                     st.none() | st.integers(-1, 2)))
+    key = tuple(data.draw(st.lists(items, max_size=len(shape) + 1)))
+    decl = TensorDecl(0, "t", MemSpace.SBUF, shape, float32)
+    with Tracer(Program("t"), load_config(None)).active():
+        whole = NkiTensor.whole(decl)
+    want = bi.basic_index(shape, whole.base, whole.coefs, key)
+    bi._WHOLE.clear()
+    for _ in range(2):  # cold, then from the cache
+        assert bi.whole_index(shape, whole.base, whole.coefs, key, bi.view_key(key)) == want

@@ -21,7 +21,7 @@ from ..dtypes import dtype_name
 from ..errors import AccessError, KernelError, SimulatorError, UnsupportedError
 from ..ir import Access, MemSpace, TensorDecl
 from . import tracer as _tracer
-from .basic_index import VIEW_CACHE_SIZE, basic_index, view_key
+from .basic_index import VIEW_CACHE_SIZE, basic_index, view_key, whole_index
 from .indexing import DynamicIndex, IndexExpr, _is_int
 
 
@@ -245,11 +245,13 @@ class NkiTensor:
         cache_key = view_key(key)
         if cache_key is not None:  # ints and slices: the fast path, cached (views never change)
             views = self._views
-            if views is not None:
+            if views is not None:  # a whole view (only those cache)
                 view = views.get(cache_key)
                 if view is not None:
                     return view
-            geometry = basic_index(self.shape, self.base, self.coefs, key)
+                geometry = whole_index(self.shape, self.base, self.coefs, key, cache_key)
+            else:
+                geometry = basic_index(self.shape, self.base, self.coefs, key)
             if geometry is not None:
                 shape, base, coefs, within = geometry
                 view = NkiTensor(self.decl, shape, self.dtype, base, coefs, self.space,
