@@ -9,6 +9,7 @@ Anything of the NKI surface not implemented yet raises ``UnsupportedError`` on a
 from __future__ import annotations
 
 import builtins
+import math
 from typing import Any
 
 import numpy as np
@@ -140,7 +141,7 @@ def _check_tile_shape(tr: _tracer.Tracer, dims: tuple[int, ...], pa: int, dt: np
     if not dims or dims[pa] > cfg.num_partitions or dims[pa] < 1:
         raise tr.fail(ShapeError, f"nl.ndarray: partition dim (dim {pa}) must be 1.."
                       f"{cfg.num_partitions}; found shape {list(dims)}")
-    free_bytes = int(np.prod(dims[pa + 1:], dtype=np.int64)) * dt.itemsize
+    free_bytes = math.prod(dims[pa + 1:]) * dt.itemsize
     if buf.space is MemSpace.PSUM and free_bytes > cfg.psum_bank_bytes:
         raise tr.fail(CapacityError, f"nl.ndarray: a PSUM tile must fit one bank; expected at "
                       f"most {cfg.psum_bank_bytes} bytes per partition, found {free_bytes}")
