@@ -7,6 +7,7 @@
   ``_subtract``: that is what ``_subtract`` gives for it.
 - ``Tracer.user_loc`` caches kernel lines by code object and bytecode offset.
 - ``basic_index.whole_index`` remembers the geometry of a key on a whole tensor by its shape.
+- ``NkiTensor.__setitem__`` returns at once when a view is stored back into itself.
 """
 
 from __future__ import annotations
@@ -14,10 +15,16 @@ from __future__ import annotations
 import itertools
 import sys
 
+import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
+
+import neuroncore_sim as ncs
+import neuroncore_sim.nki.language as nl
 
 from neuroncore_sim.config import load_config
 from neuroncore_sim.dtypes import float32
+from neuroncore_sim.errors import SimulatorError
 from neuroncore_sim.frontend import basic_index as bi, loopcheck
 from neuroncore_sim.frontend.tensor import NkiTensor
 from neuroncore_sim.frontend.tracer import Tracer
@@ -114,3 +121,29 @@ def test_whole_view_geometry_cache_equals_basic_index(dims, data) -> None:
     bi._WHOLE.clear()
     for _ in range(2):  # cold, then from the cache
         assert bi.whole_index(shape, whole.base, whole.coefs, key, bi.view_key(key)) == want
+
+
+def test_storing_a_view_back_into_itself_records_nothing_and_needs_a_kernel() -> None:
+    """``t[i] += x`` ends in ``t[i] = t[i]`` (the same cached view): nothing more is recorded;
+    outside a kernel that store is still refused like any other tile assignment."""
+    kept = []
+
+    def k(a):
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray((2, nl.par_dim(128), 64), dtype=nl.float32)
+        t[0] = nl.load(a)
+        t[1] = t[1]  # (uninitialised, but stored into itself: no instruction)
+        t[0] += t[0]  # one tensor_tensor, written in place
+        t[0] = t[0]
+        nl.store(out, value=t[0])
+        kept.append(t)
+        return out
+
+    a = np.arange(128 * 64, dtype=np.float32).reshape(128, 64)
+    launch = ncs.trace(k, a)
+    assert [i.opcode.value for i in launch.program.instructions] == [
+        "dma_copy", "tensor_tensor", "dma_copy"]
+    np.testing.assert_array_equal(launch.outputs[0], 2 * a)
+    t = kept[0]
+    with pytest.raises(SimulatorError, match="inside a kernel"):
+        t[0] = t[0]

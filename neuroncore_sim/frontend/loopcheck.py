@@ -130,17 +130,6 @@ def _bucket_size(a: Access) -> int:
     return _BUCKET_ROWS if rows > _BUCKET_ABOVE_ROWS else rows if rows > 1 else 1
 
 
-def _carried_over(writer: Instruction, reader: Instruction) -> tuple[int, int, int] | None:
-    """(loop id, writer iteration, reader iteration) when the two are in different iterations
-    of one affine loop, else None."""
-    if writer.loops == reader.loops:
-        return None  # the same iteration (the common case: a tile used where it was loaded)
-    for w, r in zip(writer.loops, reader.loops):
-        if w != r:
-            return (w[0], w[1], r[1]) if w[0] == r[0] else None
-    return None
-
-
 def _carried_write(live: dict, a: Access, ins: Instruction) -> tuple[_Write, tuple] | None:
     r_lo, r_hi, c_lo, c_hi = a.row_lo, a.row_hi, a.col_lo, a.col_hi
     if r_hi <= r_lo:  # empty access
@@ -155,7 +144,14 @@ def _carried_write(live: dict, a: Access, ins: Instruction) -> tuple[_Write, tup
             w_loops = w.ins.loops
             if w_loops is loops or w_loops == loops:
                 continue  # the same iteration (the common case: a tile used where it was loaded)
-            over = _carried_over(w.ins, ins)
+            # (loop id, writer iteration, reader iteration) when the two are in different
+            # iterations of one affine loop (the first level where they differ), else None
+            for wl, rl in zip(w_loops, loops):
+                if wl != rl:
+                    over = (wl[0], wl[1], rl[1]) if wl[0] == rl[0] else None
+                    break
+            else:
+                over = None
             if over is None or _is_reduction(w.ins, ins):
                 continue
             if _elements_meet(w, a):

@@ -241,8 +241,11 @@ class NkiTensor:
     def __getitem__(self, key: Any) -> NkiTensor:
         if self.decl is None:
             self._resolved()
-        key = key if isinstance(key, tuple) else (key,)
-        cache_key = view_key(key)
+        if type(key) is int:  # t[i]: its own cache key (what view_key gives for it)
+            key = cache_key = (key,)
+        else:
+            key = key if isinstance(key, tuple) else (key,)
+            cache_key = view_key(key)
         if cache_key is not None:  # ints and slices: the fast path, cached (views never change)
             views = self._views
             if views is not None:  # a whole view (only those cache)
@@ -371,6 +374,10 @@ class NkiTensor:
 
     def __setitem__(self, key: Any, value: Any) -> None:
         target = self[key]
+        if target is value and _tracer.active_or_none() is not None:
+            # `t[i] += x` stores back the view its in-place operator wrote: assign() would find
+            # the same region and do nothing (a cached view is never a pending result)
+            return
         if not isinstance(target, NkiTensor):
             if self.space is MemSpace.HBM:  # t[idx_tile, ...] = tile: an indirect store
                 _nl.store(target, value)
