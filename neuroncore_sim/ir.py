@@ -28,6 +28,7 @@ from typing import Iterator
 import numpy as np
 
 from .dtypes import dtype_name
+from .ir_layout import BOUNDS, LAYOUTS, layout, measure, slot_setters
 from .opcodes import OPCODE_DOC, Opcode  # noqa: F401  (re-exported: part of the IR vocabulary)
 
 __all__ = ["Engine", "MemSpace", "Opcode", "OPCODE_DOC", "SourceLoc", "Placement", "TensorDecl",
@@ -51,17 +52,6 @@ class MemSpace(str, enum.Enum):
     HBM = "hbm"
     SBUF = "sbuf"
     PSUM = "psum"
-
-
-# Why the hottest IR classes (TensorDecl, Access, Instruction) have hand-written __init__s: a
-# frozen dataclass's generated __init__ sets every field through object.__setattr__, which costs
-# about twice what the slot's own setter does, and the front end builds one Instruction and
-# about one Access per recorded instruction (tracing is the critical path of a functional run).
-# The classes stay frozen dataclasses with the same fields; only their construction is faster.
-def _slot_setters(cls: type, names: str) -> tuple:
-    """The slot setters of fields ``names`` of a frozen slots dataclass (they bypass its frozen
-    ``__setattr__``; for use in its own ``__init__`` only)."""
-    return tuple(cls.__dict__[n].__set__ for n in names.split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,9 +117,10 @@ class TensorDecl:
     def __init__(self, id: int, name: str, space: MemSpace, shape: tuple[int, ...],
                  dtype: np.dtype, partition_axis: int = 0, kind: str = "tile",
                  site: SourceLoc | None = None, placement: Placement | None = None) -> None:
-        layout = _LAYOUTS.get((shape, partition_axis)) if type(shape) is tuple else None
-        if layout is None:
-            layout = _layout(shape, partition_axis)
+        # Hand-written, with slot setters, as Access's and Instruction's: see ir_layout.py.
+        geometry = LAYOUTS.get((shape, partition_axis)) if type(shape) is tuple else None
+        if geometry is None:
+            geometry = layout(shape, partition_axis)
         (set_id, set_name, set_space, set_shape, set_dtype, set_pa, set_kind, set_site,
          set_placement, set_rows, set_row_size, set_strides) = _TENSOR_SETTERS
         set_id(self, id)
@@ -141,9 +132,9 @@ class TensorDecl:
         set_kind(self, kind)
         set_site(self, site)
         set_placement(self, placement)
-        set_rows(self, layout[0])
-        set_row_size(self, layout[1])
-        set_strides(self, layout[2])
+        set_rows(self, geometry[0])
+        set_row_size(self, geometry[1])
+        set_strides(self, geometry[2])
 
     @property
     def size(self) -> int:
@@ -165,43 +156,8 @@ class TensorDecl:
                 f"{dtype_name(self.dtype)})")
 
 
-_TENSOR_SETTERS = _slot_setters(TensorDecl, "id name space shape dtype partition_axis kind site "
+_TENSOR_SETTERS = slot_setters(TensorDecl, "id name space shape dtype partition_axis kind site "
                                 "placement rows row_size strides")
-#: Bound of the layout and bounds caches below (cleared when full: they only save recomputation).
-_CACHE_SIZE = 4096
-#: (shape, partition_axis) -> (rows, row_size, strides): tiles of one shape repeat in every loop.
-_LAYOUTS: dict[tuple[tuple[int, ...], int], tuple[int, int, tuple[int, ...]]] = {}
-
-
-def _layout(shape: tuple[int, ...], partition_axis: int) -> tuple[int, int, tuple[int, ...]]:
-    """(rows, row_size, strides) of a tensor of ``shape`` stored partition-major (remembered in
-    ``_LAYOUTS`` for a tuple of plain ints)."""
-    layout = _compute_layout(shape, partition_axis)
-    if type(shape) is tuple and all(type(v) is int for v in (*shape, partition_axis)):
-        if len(_LAYOUTS) >= _CACHE_SIZE:
-            _LAYOUTS.clear()
-        _LAYOUTS[(shape, partition_axis)] = layout
-    return layout
-
-
-def _compute_layout(shape: tuple[int, ...], partition_axis: int
-                    ) -> tuple[int, int, tuple[int, ...]]:
-    rows = shape[partition_axis] if shape else 1
-    row_size = math.prod(shape) // rows if rows else 0
-    # Strides in the partition-major layout: the partition dim steps whole rows; the other
-    # dims keep their C order inside a row.
-    strides = [0] * len(shape)
-    step = 1
-    for d in reversed(range(len(shape))):
-        if d == partition_axis:
-            continue
-        strides[d] = step
-        step *= shape[d]
-    if shape:
-        strides[partition_axis] = row_size
-    return rows, row_size, tuple(strides)
-
-
 @dataclass(frozen=True, slots=True, eq=False, init=False)
 class Access:
     """An affine access pattern into one tensor (the region an operand reads or writes).
@@ -227,16 +183,16 @@ class Access:
                  pattern: tuple[tuple[int, int], ...]) -> None:
         key = (tensor.row_size, offset, pattern)
         try:
-            bounds = _BOUNDS.get(key)
+            bounds = BOUNDS.get(key)
         except TypeError:  # lists in the pattern: not hashable, so never cached
             bounds = None
         if bounds is None:
-            bounds = _measure(*key)
+            bounds = measure(*key)
         (set_tensor, set_offset, set_pattern, set_row_lo, set_row_hi, set_col_lo, set_col_hi,
          set_size) = _ACCESS_SETTERS
         set_tensor(self, tensor)
         set_offset(self, offset)
-        set_pattern(self, pattern)
+        set_pattern(self, bounds[5])  # (the first equal pattern: fewer live objects to collect)
         set_row_lo(self, bounds[0])
         set_row_hi(self, bounds[1])
         set_col_lo(self, bounds[2])
@@ -296,50 +252,7 @@ class Access:
                 f"{list(self.shape)}")
 
 
-_ACCESS_SETTERS = _slot_setters(Access, "tensor offset pattern row_lo row_hi col_lo col_hi size")
-#: (row_size, offset, pattern) -> (row_lo, row_hi, col_lo, col_hi, size) of an Access: most
-#: accesses repeat the geometry of an earlier one (the same slice of each new tile).
-_BOUNDS: dict[tuple[int, int, tuple[tuple[int, int], ...]], tuple[int, ...]] = {}
-
-
-def _measure(row_size: int, offset: int, pattern: tuple[tuple[int, int], ...]) -> tuple[int, ...]:
-    """(row_lo, row_hi, col_lo, col_hi, size) of an access, remembered in ``_BOUNDS`` when all
-    are plain ints (so a numpy integer never leaks into a later access from the cache) and the
-    pattern is a tuple of tuples (hashable)."""
-    bounds = _bounds(row_size, offset, pattern) + (math.prod(n for _, n in pattern),)
-    if (all(type(v) is int for v in bounds) and type(pattern) is tuple
-            and all(type(d) is tuple for d in pattern)):
-        if len(_BOUNDS) >= _CACHE_SIZE:
-            _BOUNDS.clear()
-        _BOUNDS[(row_size, offset, pattern)] = bounds
-    return bounds
-
-
-def _bounds(row_size: int, offset: int, pattern: tuple[tuple[int, int], ...]) -> tuple[int, ...]:
-    """Bounding (row_lo, row_hi, col_lo, col_hi) of an access pattern in a row-major tensor."""
-    lo = hi = offset
-    for s, n in pattern:
-        if n == 0:
-            return (0, 0, 0, 0)
-        ext = s * (n - 1)
-        lo, hi = (lo + ext, hi) if ext < 0 else (lo, hi + ext)
-    if row_size <= 0:
-        return (0, 0, 0, 0)
-    row_lo, row_hi = lo // row_size, hi // row_size + 1
-    if row_hi - row_lo == 1:
-        return (row_lo, row_hi, lo % row_size, hi % row_size + 1)
-    # Several rows: split the pattern into dims that step whole rows and dims inside a row.
-    c_lo = c_hi = offset % row_size
-    for s, n in pattern:
-        if s % row_size == 0:
-            continue
-        ext = s * (n - 1)
-        c_lo, c_hi = (c_lo + ext, c_hi) if ext < 0 else (c_lo, c_hi + ext)
-    if c_lo < 0 or c_hi >= row_size:  # a dim wraps across rows: be conservative
-        return (row_lo, row_hi, 0, row_size)
-    return (row_lo, row_hi, c_lo, c_hi + 1)
-
-
+_ACCESS_SETTERS = slot_setters(Access, "tensor offset pattern row_lo row_hi col_lo col_hi size")
 @dataclass(frozen=True, slots=True)
 class Affine:
     """An integer affine expression over the axes of an instruction's output:
@@ -450,7 +363,7 @@ class Instruction:
             yield a, True
 
 
-_INSTRUCTION_SETTERS = _slot_setters(Instruction, "id opcode engine dsts srcs attrs loc mask "
+_INSTRUCTION_SETTERS = slot_setters(Instruction, "id opcode engine dsts srcs attrs loc mask "
                                      "instance loops")
 
 

@@ -1,8 +1,8 @@
-"""The IR's construction caches (ir.py) give what the general computations give.
+"""The IR's construction caches (ir_layout.py) give what the general computations give.
 
 ``Access`` takes its bounds and size from a cache keyed on (row size, offset, pattern) and
 ``TensorDecl`` its layout from one keyed on (shape, partition axis); both must agree with
-``_bounds`` / ``_compute_layout`` on a cold and on a warm cache, and never hand a numpy integer
+``bounds`` / ``compute_layout`` on a cold and on a warm cache, and never hand a numpy integer
 from one object to another.
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from neuroncore_sim import ir
+from neuroncore_sim import ir, ir_layout
 from neuroncore_sim.dtypes import float32
 from neuroncore_sim.ir import Access, MemSpace, TensorDecl
 
@@ -46,8 +46,8 @@ def _fields(a: Access) -> tuple[int, ...]:
 def test_cached_access_bounds_equal_the_general_computation(case) -> None:
     shape, pa, offset, pattern = case
     t = _decl(shape, pa)
-    want = ir._bounds(t.row_size, offset, pattern) + (math.prod(n for _, n in pattern),)
-    ir._BOUNDS.clear()
+    want = ir_layout.bounds(t.row_size, offset, pattern) + (math.prod(n for _, n in pattern),)
+    ir_layout.BOUNDS.clear()
     cold = Access(t, offset, pattern)
     warm = Access(t, offset, pattern)  # from the cache
     assert _fields(cold) == _fields(warm) == want
@@ -59,8 +59,8 @@ def test_cached_access_bounds_equal_the_general_computation(case) -> None:
 def test_cached_tensor_layout_equals_the_general_computation(dims, data) -> None:
     shape = tuple(dims)
     pa = data.draw(st.integers(0, len(shape) - 1)) if shape else 0
-    want = ir._compute_layout(shape, pa)
-    ir._LAYOUTS.clear()
+    want = ir_layout.compute_layout(shape, pa)
+    ir_layout.LAYOUTS.clear()
     for _ in range(2):  # cold, then from the cache
         t = _decl(shape, pa)
         assert (t.rows, t.row_size, t.strides) == want
@@ -68,7 +68,7 @@ def test_cached_tensor_layout_equals_the_general_computation(dims, data) -> None
 
 
 def test_numpy_integers_are_not_cached_for_plain_ints() -> None:
-    ir._BOUNDS.clear()
+    ir_layout.BOUNDS.clear()
     t = _decl((4, 8))
     a = Access(t, np.int64(8), ((8, 2), (1, 4)))
     b = Access(t, 8, ((8, 2), (1, 4)))
@@ -90,3 +90,15 @@ def test_ir_objects_stay_frozen() -> None:
     for obj, name in ((t, "rows"), (a, "row_lo"), (ins, "id")):
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(obj, name, 1)
+
+
+def test_equal_patterns_share_one_object() -> None:
+    ir_layout.BOUNDS.clear()
+    t = _decl((4, 8))
+    first = ((8, 2), (1, 4))
+    again = tuple([(8, 2), (1, 4)])  # equal, another object
+    assert again is not first
+    assert Access(t, 0, first).pattern is first
+    assert Access(t, 0, again).pattern is first
+    odd = ((np.int64(8), 2), (1, 4))  # not cached: a numpy integer stays where it was given
+    assert Access(t, 8, odd).pattern is odd and Access(t, 8, first).pattern is first
