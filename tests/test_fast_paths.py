@@ -8,12 +8,15 @@
 - ``Tracer.user_loc`` caches kernel lines by code object and bytecode offset.
 - ``basic_index.whole_index`` remembers the geometry of a key on a whole tensor by its shape.
 - ``NkiTensor.__setitem__`` returns at once when a view is stored back into itself.
+- ``Tracer.lease`` keeps plain weak references to the leases of tiles.
 """
 
 from __future__ import annotations
 
+import gc
 import itertools
 import sys
+import weakref
 
 import numpy as np
 import pytest
@@ -147,3 +150,37 @@ def test_storing_a_view_back_into_itself_records_nothing_and_needs_a_kernel() ->
     t = kept[0]
     with pytest.raises(SimulatorError, match="inside a kernel"):
         t[0] = t[0]
+
+
+class _NullBackend:
+    """A value backend that keeps nothing (the tracer only needs one to hand out leases)."""
+
+    def declare(self, decl, values) -> None: ...
+
+    def execute(self, ins) -> None: ...
+
+    def read(self, access) -> None: ...
+
+    def release(self, decl) -> None: ...
+
+
+def test_a_tiles_lease_is_shared_by_its_views_and_its_death_reported_once() -> None:
+    tr = Tracer(Program("t"), load_config(None), backend=_NullBackend())
+    with tr.active():
+        decl = tr.new_tensor(MemSpace.SBUF, (128, 4), float32)
+        first, second = NkiTensor.whole(decl), NkiTensor.whole(decl)
+        assert first.lease is second.lease is not None
+        view = first[0:64]
+        del first, second
+        assert tr._dead == []  # a view still holds the lease
+        del view
+        assert tr._dead == [decl] and decl not in tr._leases
+        again = NkiTensor.whole(decl)  # a later view gets a new lease
+        assert again.lease is not None and tr._leases[decl]() is again.lease
+    gone = weakref.ref(tr)
+    gc.disable()
+    try:
+        del tr, again  # no reference cycle: reference counting alone frees the tracer
+        assert gone() is None
+    finally:
+        gc.enable()
