@@ -92,21 +92,32 @@ def plan_buffers(instrs: list[Instruction], config: NeuronCoreConfig) -> BufferP
     last: dict[int, int] = {}
     decls: dict[int, TensorDecl] = {}
     placed: dict[int, TensorDecl] = {}
+    hbm = MemSpace.HBM
     for i, ins in enumerate(instrs):
-        for a, _ in ins.accesses():
-            t = a.tensor
-            if t.space is MemSpace.HBM:
-                continue
-            if t.placement is not None:  # directly allocated: no ring, its own addresses
-                placed[t.id] = t
-                continue
-            if t.id not in first:
-                first[t.id] = i
-                decls[t.id] = t
-            last[t.id] = i
+        for operands in (ins.srcs, ins.dsts):  # sources first, as Instruction.accesses()
+            for a in operands.values():
+                t = a.tensor
+                if t.space is hbm:
+                    continue
+                tid = t.id
+                if t.placement is not None:  # directly allocated: no ring, its own addresses
+                    placed[tid] = t
+                    continue
+                if tid not in first:
+                    first[tid] = i
+                    decls[tid] = t
+                last[tid] = i
     sites: dict[tuple[object, ...], list[int]] = {}
+    site_keys: dict[tuple[MemSpace, int], tuple[object, ...]] = {}  # (a loop's tiles share one)
     for tid in first:  # insertion order = order of first use
-        sites.setdefault(_site_key(decls[tid]), []).append(tid)
+        t = decls[tid]
+        if t.site is None:
+            key = _site_key(t)
+        else:
+            key = site_keys.get((t.space, id(t.site)))
+            if key is None:
+                key = site_keys[(t.space, id(t.site))] = _site_key(t)
+        sites.setdefault(key, []).append(tid)
     rings = [_ring(tids, decls, first, last, config) for tids in sites.values()]
     rings = _fit(rings, config, _placed_bytes(placed.values(), config))
     return BufferPlan(tuple(rings), tuple(tuple(t) for t in sites.values()), first, last)

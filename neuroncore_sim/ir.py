@@ -28,6 +28,7 @@ from typing import Iterator
 import numpy as np
 
 from .dtypes import dtype_name
+from .ir_layout import BOUNDS, LAYOUTS, layout, measure, slot_setters
 from .opcodes import OPCODE_DOC, Opcode  # noqa: F401  (re-exported: part of the IR vocabulary)
 
 __all__ = ["Engine", "MemSpace", "Opcode", "OPCODE_DOC", "SourceLoc", "Placement", "TensorDecl",
@@ -51,8 +52,6 @@ class MemSpace(str, enum.Enum):
     HBM = "hbm"
     SBUF = "sbuf"
     PSUM = "psum"
-
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +83,7 @@ class Placement:
     tile_bytes: int
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, init=False)
 class TensorDecl:
     """A tensor the kernel reads or writes: a kernel argument, an HBM output or an on-chip tile.
 
@@ -115,23 +114,27 @@ class TensorDecl:
     row_size: int = field(init=False)
     strides: tuple[int, ...] = field(init=False)
 
-    def __post_init__(self) -> None:
-        rows = self.shape[self.partition_axis] if self.shape else 1
-        row_size = math.prod(self.shape) // rows if rows else 0
-        # Strides in the partition-major layout: the partition dim steps whole rows; the other
-        # dims keep their C order inside a row.
-        strides = [0] * len(self.shape)
-        step = 1
-        for d in reversed(range(len(self.shape))):
-            if d == self.partition_axis:
-                continue
-            strides[d] = step
-            step *= self.shape[d]
-        if self.shape:
-            strides[self.partition_axis] = row_size
-        object.__setattr__(self, "rows", rows)
-        object.__setattr__(self, "row_size", row_size)
-        object.__setattr__(self, "strides", tuple(strides))
+    def __init__(self, id: int, name: str, space: MemSpace, shape: tuple[int, ...],
+                 dtype: np.dtype, partition_axis: int = 0, kind: str = "tile",
+                 site: SourceLoc | None = None, placement: Placement | None = None) -> None:
+        # Hand-written, with slot setters, as Access's and Instruction's: see ir_layout.py.
+        geometry = LAYOUTS.get((shape, partition_axis)) if type(shape) is tuple else None
+        if geometry is None:
+            geometry = layout(shape, partition_axis)
+        (set_id, set_name, set_space, set_shape, set_dtype, set_pa, set_kind, set_site,
+         set_placement, set_rows, set_row_size, set_strides) = _TENSOR_SETTERS
+        set_id(self, id)
+        set_name(self, name)
+        set_space(self, space)
+        set_shape(self, shape)
+        set_dtype(self, dtype)
+        set_pa(self, partition_axis)
+        set_kind(self, kind)
+        set_site(self, site)
+        set_placement(self, placement)
+        set_rows(self, geometry[0])
+        set_row_size(self, geometry[1])
+        set_strides(self, geometry[2])
 
     @property
     def size(self) -> int:
@@ -153,7 +156,9 @@ class TensorDecl:
                 f"{dtype_name(self.dtype)})")
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+_TENSOR_SETTERS = slot_setters(TensorDecl, "id name space shape dtype partition_axis kind site "
+                                "placement rows row_size strides")
+@dataclass(frozen=True, slots=True, eq=False, init=False)
 class Access:
     """An affine access pattern into one tensor (the region an operand reads or writes).
 
@@ -174,13 +179,25 @@ class Access:
     #: number of elements accessed (kept: hot paths ask for it on every instruction)
     size: int = field(init=False, compare=False, repr=False)
 
-    def __post_init__(self) -> None:
-        row_lo, row_hi, col_lo, col_hi = _bounds(self.tensor.row_size, self.offset, self.pattern)
-        object.__setattr__(self, "row_lo", row_lo)
-        object.__setattr__(self, "row_hi", row_hi)
-        object.__setattr__(self, "col_lo", col_lo)
-        object.__setattr__(self, "col_hi", col_hi)
-        object.__setattr__(self, "size", math.prod(n for _, n in self.pattern))
+    def __init__(self, tensor: TensorDecl, offset: int,
+                 pattern: tuple[tuple[int, int], ...]) -> None:
+        key = (tensor.row_size, offset, pattern)
+        try:
+            bounds = BOUNDS.get(key)
+        except TypeError:  # lists in the pattern: not hashable, so never cached
+            bounds = None
+        if bounds is None:
+            bounds = measure(*key)
+        (set_tensor, set_offset, set_pattern, set_row_lo, set_row_hi, set_col_lo, set_col_hi,
+         set_size) = _ACCESS_SETTERS
+        set_tensor(self, tensor)
+        set_offset(self, offset)
+        set_pattern(self, bounds[5])  # (the first equal pattern: fewer live objects to collect)
+        set_row_lo(self, bounds[0])
+        set_row_hi(self, bounds[1])
+        set_col_lo(self, bounds[2])
+        set_col_hi(self, bounds[3])
+        set_size(self, bounds[4])
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -235,31 +252,7 @@ class Access:
                 f"{list(self.shape)}")
 
 
-def _bounds(row_size: int, offset: int, pattern: tuple[tuple[int, int], ...]) -> tuple[int, ...]:
-    """Bounding (row_lo, row_hi, col_lo, col_hi) of an access pattern in a row-major tensor."""
-    lo = hi = offset
-    for s, n in pattern:
-        if n == 0:
-            return (0, 0, 0, 0)
-        ext = s * (n - 1)
-        lo, hi = (lo + ext, hi) if ext < 0 else (lo, hi + ext)
-    if row_size <= 0:
-        return (0, 0, 0, 0)
-    row_lo, row_hi = lo // row_size, hi // row_size + 1
-    if row_hi - row_lo == 1:
-        return (row_lo, row_hi, lo % row_size, hi % row_size + 1)
-    # Several rows: split the pattern into dims that step whole rows and dims inside a row.
-    c_lo = c_hi = offset % row_size
-    for s, n in pattern:
-        if s % row_size == 0:
-            continue
-        ext = s * (n - 1)
-        c_lo, c_hi = (c_lo + ext, c_hi) if ext < 0 else (c_lo, c_hi + ext)
-    if c_lo < 0 or c_hi >= row_size:  # a dim wraps across rows: be conservative
-        return (row_lo, row_hi, 0, row_size)
-    return (row_lo, row_hi, c_lo, c_hi + 1)
-
-
+_ACCESS_SETTERS = slot_setters(Access, "tensor offset pattern row_lo row_hi col_lo col_hi size")
 @dataclass(frozen=True, slots=True)
 class Affine:
     """An integer affine expression over the axes of an instruction's output:
@@ -311,7 +304,7 @@ class Predicate:
         return np.broadcast_to(out, shape)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, init=False)
 class Instruction:
     """One executed instruction.
 
@@ -340,6 +333,23 @@ class Instruction:
     instance: int = 0
     loops: tuple[tuple[int, int], ...] = ()
 
+    def __init__(self, id: int, opcode: Opcode, engine: Engine, dsts: dict[str, Access],
+                 srcs: dict[str, Access], attrs: dict[str, object], loc: SourceLoc | None = None,
+                 mask: Predicate | None = None, instance: int = 0,
+                 loops: tuple[tuple[int, int], ...] = ()) -> None:
+        (set_id, set_opcode, set_engine, set_dsts, set_srcs, set_attrs, set_loc, set_mask,
+         set_instance, set_loops) = _INSTRUCTION_SETTERS
+        set_id(self, id)
+        set_opcode(self, opcode)
+        set_engine(self, engine)
+        set_dsts(self, dsts)
+        set_srcs(self, srcs)
+        set_attrs(self, attrs)
+        set_loc(self, loc)
+        set_mask(self, mask)
+        set_instance(self, instance)
+        set_loops(self, loops)
+
     @property
     def out(self) -> Access:
         """The main destination."""
@@ -351,6 +361,10 @@ class Instruction:
             yield a, False
         for a in self.dsts.values():
             yield a, True
+
+
+_INSTRUCTION_SETTERS = slot_setters(Instruction, "id opcode engine dsts srcs attrs loc mask "
+                                     "instance loops")
 
 
 @dataclass(slots=True)

@@ -46,6 +46,7 @@ MODULE_GROUP: dict[str, str] = {
     "dtypes": "dtypes",
     "torch_io": "dtypes",
     "ir": "vocabulary",
+    "ir_layout": "vocabulary",
     "opcodes": "vocabulary",
     "ops": "vocabulary",
     "events": "vocabulary",

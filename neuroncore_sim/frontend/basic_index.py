@@ -110,3 +110,25 @@ def basic_index(shape_in: tuple[int, ...], base: tuple[int, ...],
     if strided:
         coefs = tuple([tuple([row[a] * step for a, step in kept]) for row in coefs])
     return tuple(shape), base, coefs, within
+
+
+#: (shape, view key) -> the geometry of the key on a whole tensor of that shape: loops index each
+#: new tile like the one before (``moving[:, j * 512:(j + 1) * 512]`` of every moving tile).
+_WHOLE: dict[tuple[tuple[int, ...], tuple[Any, ...]], Geometry] = {}
+#: Bound of that cache (cleared when full).
+WHOLE_CACHE_SIZE = 4096
+
+
+def whole_index(shape: tuple[int, ...], base: tuple[int, ...],
+                coefs: tuple[tuple[int, ...], ...], key: tuple[Any, ...],
+                cache_key: tuple[Any, ...]) -> Geometry | None:
+    """:func:`basic_index` of a whole view (``NkiTensor.whole``: zero base, identity map, so
+    its geometry depends on its shape alone), remembered by (shape, ``cache_key``)."""
+    geometry = _WHOLE.get((shape, cache_key))
+    if geometry is None:
+        geometry = basic_index(shape, base, coefs, key)
+        if geometry is not None:
+            if len(_WHOLE) >= WHOLE_CACHE_SIZE:
+                _WHOLE.clear()
+            _WHOLE[(shape, cache_key)] = geometry
+    return geometry

@@ -9,6 +9,7 @@ Anything of the NKI surface not implemented yet raises ``UnsupportedError`` on a
 from __future__ import annotations
 
 import builtins
+import math
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,7 @@ from .indirect import atomic_rmw  # noqa: F401  (nl.atomic_rmw)
 from .rng import nl_dropout as dropout, rand, random_seed  # noqa: F401
 from .nlmath import *  # noqa: F401,F403  (the element-wise / reduction surface)
 from .nlmath import binary, copy_op  # noqa: F401
-from .operands import issue_into, operand, scalar_value, shape_arg
+from .operands import ON_CHIP, checked_access, issue_into, operand, scalar_value, shape_arg
 from .tensor import NkiTensor
 
 # --- dtypes -------------------------------------------------------------------------------------
@@ -140,7 +141,7 @@ def _check_tile_shape(tr: _tracer.Tracer, dims: tuple[int, ...], pa: int, dt: np
     if not dims or dims[pa] > cfg.num_partitions or dims[pa] < 1:
         raise tr.fail(ShapeError, f"nl.ndarray: partition dim (dim {pa}) must be 1.."
                       f"{cfg.num_partitions}; found shape {list(dims)}")
-    free_bytes = int(np.prod(dims[pa + 1:], dtype=np.int64)) * dt.itemsize
+    free_bytes = math.prod(dims[pa + 1:]) * dt.itemsize
     if buf.space is MemSpace.PSUM and free_bytes > cfg.psum_bank_bytes:
         raise tr.fail(CapacityError, f"nl.ndarray: a PSUM tile must fit one bank; expected at "
                       f"most {cfg.psum_bank_bytes} bytes per partition, found {free_bytes}")
@@ -213,8 +214,8 @@ def assign(target: NkiTensor, value: Any) -> None:
     op = tr.pending if tr.pending is not None and tr.pending.result is value else None
     if op is not None and _can_write(op.engine, target.space) and value.shape == target.shape:
         tr.take_pending(value)
-        tr.complete(op, operand(target.shrink(op.box), "assignment target",
-                                (MemSpace.SBUF, MemSpace.PSUM, MemSpace.HBM), op.engine))
+        tr.complete(op, checked_access(tr, target.shrink(op.box), "assignment target", "",
+                                       (MemSpace.SBUF, MemSpace.PSUM, MemSpace.HBM), op.engine))
         value.retarget(target)
         return
     if _same_region(value, target):
@@ -245,8 +246,8 @@ def accumulate(target: NkiTensor, value: Any, op: str) -> NkiTensor:
             and value.shape == target.shape):
         tr.take_pending(value)
         dst = target if pending.box is None else target.shrink(pending.box)
-        tr.complete(pending, operand(dst, "matmul accumulation target", engine=pending.engine),
-                    accumulate=True)
+        tr.complete(pending, checked_access(tr, dst, "matmul accumulation target", "", ON_CHIP,
+                                            pending.engine), accumulate=True)
         value.retarget(target)
         return target
     assign(target, binary(op, target, value, target.dtype))
@@ -295,6 +296,11 @@ def device_print(prefix: str, x: Any, *, mask: Any = None, **_: Any) -> None:
 # --- loops and SPMD ---------------------------------------------------------------------------
 def _loop(what: str, args: tuple[Any, ...]) -> range:
     # like Python's range, integers only: `nl.affine_range(n / 128)` must not truncate
+    for a in args:  # (plain ints, the usual bounds, go straight to range)
+        if type(a) is not int:
+            break
+    else:
+        return range(*args)
     if not builtins.all(isinstance(a, (int, np.integer)) and not isinstance(a, bool)
                         for a in args):
         tr = _tracer.active_or_none()

@@ -71,7 +71,10 @@ def loop_carried_reads(program: Program) -> list[LoopDependencyWarning]:
             live.clear()
             outermost = loops[0][0]
         if not reported or ins.loc not in reported:
-            for role, a in _plain_reads(ins):
+            for role, a in (ins.srcs if ins.opcode is not Opcode.TENSOR_TENSOR
+                            else _plain_reads(ins)).items():
+                if role in _KEEP_ROLES:
+                    continue
                 hit = _carried_write(live, a, ins)
                 if hit is not None:
                     found.append(_warning(program, ins, role, a, hit))
@@ -87,19 +90,20 @@ def loop_carried_reads(program: Program) -> list[LoopDependencyWarning]:
 _KEEP_ROLES = frozenset({"old", "prior"})
 
 
-def _plain_reads(ins: Instruction) -> list[tuple[str, Access]]:
+def _plain_reads(ins: Instruction) -> dict[str, Access]:
     """The explicit reads, less the accumulator of an in-place associative update
     (``acc += x``, however the accumulator was first written: the ``nl.loop_reduce`` idiom)
     and the destination-keeping roles of partial writes. The implicit read of an accumulating
-    matmul or DMA is not a source at all."""
-    if ins.opcode is not Opcode.TENSOR_TENSOR:  # (the only opcode _accumulates accepts)
-        return [(role, a) for role, a in ins.srcs.items() if role not in _KEEP_ROLES]
+    matmul or DMA is not a source at all. (:func:`loop_carried_reads` skips the keeping roles
+    itself and calls this only for tensor_tensor, the only opcode _accumulates accepts.)"""
+    if ins.opcode is not Opcode.TENSOR_TENSOR:
+        return {role: a for role, a in ins.srcs.items() if role not in _KEEP_ROLES}
     acc = _accumulates(ins)
     out = ins.dsts.get("out")
-    return [(role, a) for role, a in ins.srcs.items()
+    return {role: a for role, a in ins.srcs.items()
             if role not in _KEEP_ROLES
             and not (acc and a.tensor is out.tensor and a.offset == out.offset
-                     and a.pattern == out.pattern)]
+                     and a.pattern == out.pattern)}
 
 
 def _accumulates(ins: Instruction) -> bool:
@@ -126,29 +130,28 @@ def _bucket_size(a: Access) -> int:
     return _BUCKET_ROWS if rows > _BUCKET_ABOVE_ROWS else rows if rows > 1 else 1
 
 
-def _carried_over(writer: Instruction, reader: Instruction) -> tuple[int, int, int] | None:
-    """(loop id, writer iteration, reader iteration) when the two are in different iterations
-    of one affine loop, else None."""
-    if writer.loops == reader.loops:
-        return None  # the same iteration (the common case: a tile used where it was loaded)
-    for w, r in zip(writer.loops, reader.loops):
-        if w != r:
-            return (w[0], w[1], r[1]) if w[0] == r[0] else None
-    return None
-
-
 def _carried_write(live: dict, a: Access, ins: Instruction) -> tuple[_Write, tuple] | None:
     r_lo, r_hi, c_lo, c_hi = a.row_lo, a.row_hi, a.col_lo, a.col_hi
     if r_hi <= r_lo:  # empty access
         return None
     tid, size = a.tensor.id, _bucket_size(a)
+    loops = ins.loops
     for b in range(r_lo // size, (r_hi - 1) // size + 1):
         for w in live.get((tid, b), ()):
-            if not (w.r_lo < r_hi and r_lo < w.r_hi and w.c_lo < c_hi and c_lo < w.c_hi):
+            # (columns first: the writes that miss a read are usually other blocks of a row)
+            if not (c_lo < w.c_hi and w.c_lo < c_hi and w.r_lo < r_hi and r_lo < w.r_hi):
                 continue
-            if w.ins.loops == ins.loops:
+            w_loops = w.ins.loops
+            if w_loops is loops or w_loops == loops:
                 continue  # the same iteration (the common case: a tile used where it was loaded)
-            over = _carried_over(w.ins, ins)
+            # (loop id, writer iteration, reader iteration) when the two are in different
+            # iterations of one affine loop (the first level where they differ), else None
+            for wl, rl in zip(w_loops, loops):
+                if wl != rl:
+                    over = (wl[0], wl[1], rl[1]) if wl[0] == rl[0] else None
+                    break
+            else:
+                over = None
             if over is None or _is_reduction(w.ins, ins):
                 continue
             if _elements_meet(w, a):
@@ -177,10 +180,11 @@ def _record(live: dict, a: Access, ins: Instruction, exact_of: dict[int, bool]) 
         if exact:
             kept = []
             for w in old:
-                if w.r_lo < r_hi and r_lo < w.r_hi and w.c_lo < c_hi and c_lo < w.c_hi:
+                if not (w.r_lo < r_hi and r_lo < w.r_hi and w.c_lo < c_hi and c_lo < w.c_hi):
+                    kept.append(w)  # (what _subtract gives for a rectangle it does not meet)
+                elif not (r_lo <= w.r_lo and w.r_hi <= r_hi and c_lo <= w.c_lo
+                          and w.c_hi <= c_hi):  # (a rectangle inside the write: nothing left)
                     kept.extend(_subtract(w, a))
-                else:  # (what _subtract gives for a rectangle it does not meet)
-                    kept.append(w)
         else:  # only a write of the very same region surely replaces an earlier one
             kept = [w for w in old if not (w.access.offset == a.offset
                                            and w.access.pattern == a.pattern)]

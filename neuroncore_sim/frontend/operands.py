@@ -138,27 +138,40 @@ def operand(t: Any, what: str, spaces: tuple[MemSpace, ...] = ON_CHIP,
 
     With a compute ``engine`` (not DMA) the start-partition rule is checked too.
     """
-    tr = _tracer.current(what)
+    return checked_access(_tracer.current(what), t, what, "", spaces, engine)
+
+
+def checked_access(tr: _tracer.Tracer, t: Any, what: str, role: str,
+                   spaces: tuple[MemSpace, ...], engine: Engine | None) -> Access:
+    """:func:`operand` for a caller that holds the active tracer; the operand is named
+    ``"{what} {role}"`` (or ``what`` when ``role`` is empty) in errors. This runs for every
+    operand of every instruction: the name is only put together for an error message."""
     if not isinstance(t, NkiTensor):
-        raise tr.fail(KernelError, f"{what}: expected a tile, found {type(t).__name__}")
+        raise tr.fail(KernelError, f"{_label(what, role)}: expected a tile, found "
+                      f"{type(t).__name__}")
     if t.space not in spaces:
         names = " or ".join(s.value for s in spaces)
         raise tr.fail(MemorySpaceError,
-                      f"{what}: expected a tensor in {names}, found {t.space.value}")
+                      f"{_label(what, role)}: expected a tensor in {names}, found {t.space.value}")
     if not t._checked:  # once per view: views never change
         problem = None if t._inside else t.out_of_bounds()
         if problem:
-            raise tr.fail(AccessError, f"{what}: out of bounds: {problem}")
+            raise tr.fail(AccessError, f"{_label(what, role)}: out of bounds: {problem}")
         problem = t.tile_error()
         if problem:
-            raise tr.fail(AccessError, f"{what}: {problem}")
+            raise tr.fail(AccessError, f"{_label(what, role)}: {problem}")
         t._checked = True
     acc = t._access if t._access is not None else t.access()
     if engine is not None and engine is not Engine.DMA and acc.row_lo:
         problem = start_partition_error(acc)  # (partition 0 is always allowed)
         if problem:
-            raise tr.fail(AccessError, f"{what}: start-partition rule: {problem}")
+            raise tr.fail(AccessError,
+                          f"{_label(what, role)}: start-partition rule: {problem}")
     return acc
+
+
+def _label(what: str, role: str) -> str:
+    return f"{what} {role}" if role else what
 
 
 def issue(what: str, opcode: Opcode, engine: Engine, out_shape: tuple[int, ...],
@@ -169,7 +182,7 @@ def issue(what: str, opcode: Opcode, engine: Engine, out_shape: tuple[int, ...],
     """Issue a compute instruction whose main output is a new (pending) tile."""
     tr = _tracer.current(what)
     loc = tr.user_loc()
-    out_shape = tuple([int(s) for s in out_shape])
+    out_shape = tuple(map(int, out_shape))
     if out_shape and not 1 <= out_shape[0] <= tr.config.num_partitions:
         raise tr.fail(ShapeError, f"{what}: the result's partition dim (dim 0) must be 1.."
                       f"{tr.config.num_partitions}; found shape {list(out_shape)}")
@@ -178,10 +191,13 @@ def issue(what: str, opcode: Opcode, engine: Engine, out_shape: tuple[int, ...],
         # The compiler drops a fully masked instruction; the result tile is left unwritten.
         decl = tr.new_tensor(out_space, out_shape, out_dtype, site=loc)
         return NkiTensor.whole(decl)
-    src_acc = {k: operand(v if box is None else v.shrink(box, out_shape), f"{what} {k}",
-                          spaces, engine) for k, v in srcs.items()}
-    dst_acc = {k: operand(v.shrink(box, out_shape), f"{what} {k}", ON_CHIP, engine)
-               for k, v in extra_dsts.items()} if extra_dsts else {}
+    src_acc = {}
+    for k, v in srcs.items():
+        src_acc[k] = checked_access(tr, v if box is None else v.shrink(box, out_shape), what, k,
+                                    spaces, engine)
+    dst_acc = {}
+    for k, v in (extra_dsts or {}).items():
+        dst_acc[k] = checked_access(tr, v.shrink(box, out_shape), what, k, ON_CHIP, engine)
     result = NkiTensor.pending(out_shape, out_dtype, out_space)
     tr.set_pending(_tracer.PendingOp(opcode, engine, src_acc, attrs, dst_acc, residual, box, loc,
                                      result))
@@ -225,12 +241,13 @@ def issue_into(what: str, opcode: Opcode, engine: Engine, dst: NkiTensor,
     box, residual, empty = mask_box(mask, dst.shape)
     if empty:
         return
-    src_acc = {k: operand(v.shrink(box, dst.shape), f"{what} {k}", src_spaces, engine)
-               for k, v in srcs.items()}
-    dst_acc = operand(dst.shrink(box), f"{what} dst", dst_spaces, engine)
+    src_acc = {}
+    for k, v in srcs.items():
+        src_acc[k] = checked_access(tr, v.shrink(box, dst.shape), what, k, src_spaces, engine)
+    dst_acc = checked_access(tr, dst.shrink(box), what, "dst", dst_spaces, engine)
     dsts = {"out": dst_acc}
     for k, v in (extra_dsts or {}).items():
-        dsts[k] = operand(v.shrink(box, dst.shape), f"{what} {k}", ON_CHIP, engine)
+        dsts[k] = checked_access(tr, v.shrink(box, dst.shape), what, k, ON_CHIP, engine)
     if reads_dst:
         src_acc["old"] = dst_acc
     tr.record(opcode, engine, dsts, src_acc, attrs, mask=residual)

@@ -21,12 +21,18 @@ from ..dtypes import dtype_name
 from ..errors import AccessError, KernelError, SimulatorError, UnsupportedError
 from ..ir import Access, MemSpace, TensorDecl
 from . import tracer as _tracer
-from .basic_index import VIEW_CACHE_SIZE, basic_index, view_key
+from .basic_index import VIEW_CACHE_SIZE, basic_index, view_key, whole_index
 from .indexing import DynamicIndex, IndexExpr, _is_int
 
 
 #: rank -> (base, coefs) of a whole tensor's view (the identity map), built once per rank
 _IDENTITY: dict[int, tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]] = {}
+
+
+def _is_identity(coefs: tuple[tuple[int, ...], ...]) -> bool:
+    """True for the identity map that :meth:`NkiTensor.whole` gives (and plain slices keep)."""
+    known = _IDENTITY.get(len(coefs))
+    return known is not None and known[1] is coefs
 
 
 class NkiTensor:
@@ -121,6 +127,11 @@ class NkiTensor:
         decl = self._resolved()
         shape = self.shape
         offset = 0
+        if _is_identity(self.coefs):  # a whole tensor or a plain slice of one (the usual case)
+            for s, b in zip(decl.strides, self.base):
+                offset += s * b
+            self._access = Access(decl, offset, tuple(zip(decl.strides, shape)))
+            return self._access
         steps = [0] * len(shape)
         for s, b, row in zip(decl.strides, self.base, self.coefs):
             offset += s * b
@@ -161,6 +172,8 @@ class NkiTensor:
         shape = self.shape
         if not shape:
             return "a tile operand needs a partition dim"
+        if pa == 0 and _is_identity(self.coefs):  # view axis d is dim d: the partitions first
+            return None
         for d, row in enumerate(self.coefs):
             a = 0
             for c, n in zip(row, shape):
@@ -228,15 +241,20 @@ class NkiTensor:
     def __getitem__(self, key: Any) -> NkiTensor:
         if self.decl is None:
             self._resolved()
-        key = key if isinstance(key, tuple) else (key,)
-        cache_key = view_key(key)
+        if type(key) is int:  # t[i]: its own cache key (what view_key gives for it)
+            key = cache_key = (key,)
+        else:
+            key = key if isinstance(key, tuple) else (key,)
+            cache_key = view_key(key)
         if cache_key is not None:  # ints and slices: the fast path, cached (views never change)
             views = self._views
-            if views is not None:
+            if views is not None:  # a whole view (only those cache)
                 view = views.get(cache_key)
                 if view is not None:
                     return view
-            geometry = basic_index(self.shape, self.base, self.coefs, key)
+                geometry = whole_index(self.shape, self.base, self.coefs, key, cache_key)
+            else:
+                geometry = basic_index(self.shape, self.base, self.coefs, key)
             if geometry is not None:
                 shape, base, coefs, within = geometry
                 view = NkiTensor(self.decl, shape, self.dtype, base, coefs, self.space,
@@ -356,6 +374,10 @@ class NkiTensor:
 
     def __setitem__(self, key: Any, value: Any) -> None:
         target = self[key]
+        if target is value and _tracer.active_or_none() is not None:
+            # `t[i] += x` stores back the view its in-place operator wrote: assign() would find
+            # the same region and do nothing (a cached view is never a pending result)
+            return
         if not isinstance(target, NkiTensor):
             if self.space is MemSpace.HBM:  # t[idx_tile, ...] = tile: an indirect store
                 _nl.store(target, value)

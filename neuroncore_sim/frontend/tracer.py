@@ -23,6 +23,7 @@ of a tiled kernel would keep every tile it ever allocated in host memory.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import weakref
@@ -59,6 +60,16 @@ class Lease:
     """Shared by every view of one on-chip tile; its death frees the tile's storage."""
 
     __slots__ = ("__weakref__",)
+
+
+def _lease_died(tracer: weakref.ref[Tracer], decl: TensorDecl, ref: weakref.ref) -> None:
+    """The weak-reference callback of ``decl``'s lease: the tile's last view is gone. (It
+    reaches the tracer through a weak reference: a strong one would make a reference cycle.)"""
+    tr = tracer()
+    if tr is not None:
+        if tr._leases.get(decl) is ref:
+            del tr._leases[decl]
+        tr._dead.append(decl)
 
 
 @dataclass(slots=True)
@@ -156,11 +167,13 @@ class Tracer:
         #: warnings about the kernel, shown by ``simulate`` and kept on the launch
         self.warnings: list[SimulatorWarning] = []
         self._locs: dict[tuple[str, int], SourceLoc] = {}
+        self._frame_locs: dict[tuple[int, int], tuple[object, SourceLoc]] = {}
         self._shared: dict[tuple[SourceLoc | None, int], TensorDecl] = {}
         self._shared_count = 0
         self._names: dict[str, int] = {}
-        self._leases: weakref.WeakValueDictionary[TensorDecl, Lease] = \
-            weakref.WeakValueDictionary()
+        #: tile -> weak reference to its lease (the entry goes when the lease dies)
+        self._leases: dict[TensorDecl, weakref.ref[Lease]] = {}
+        self._weak_self = weakref.ref(self)
         #: tiles whose last view died, to hand back to the backend once no pending op reads them
         self._dead: list[TensorDecl] = []
         #: first kernel line writing each input tensor (name -> location), see :meth:`finish`
@@ -203,14 +216,22 @@ class Tracer:
     def user_loc(self) -> SourceLoc | None:
         """The innermost stack frame outside this package: the kernel line being executed."""
         frame = sys._getframe(1)
-        while frame is not None and frame.f_code.co_filename.startswith(_PKG_DIR):
+        pkg = _PKG_DIR
+        while frame is not None and frame.f_code.co_filename.startswith(pkg):
             frame = frame.f_back  # type: ignore[assignment]
         if frame is None:
             return None
-        key = (frame.f_code.co_filename, frame.f_lineno)
+        # By code object and bytecode offset: f_lineno decodes the line table on every call.
+        # The cache holds the code object, so its id stays unique while the tracer lives.
+        code = frame.f_code
+        hit = self._frame_locs.get((id(code), frame.f_lasti))
+        if hit is not None:
+            return hit[1]
+        key = (code.co_filename, frame.f_lineno)
         loc = self._locs.get(key)
         if loc is None:
             loc = self._locs[key] = SourceLoc(*key)
+        self._frame_locs[(id(code), frame.f_lasti)] = (code, loc)
         return loc
 
     def fail(self, cls: type[SimulatorError], message: str) -> SimulatorError:
@@ -298,10 +319,15 @@ class Tracer:
         and timing-only runs, whose storage is never handed back)."""
         if self.backend is None or decl.space is MemSpace.HBM or decl.kind != "tile":
             return None
-        token = self._leases.get(decl)
+        ref = self._leases.get(decl)
+        token = ref() if ref is not None else None
         if token is None:
-            token = self._leases[decl] = Lease()
-            weakref.finalize(token, self._dead.append, decl)
+            token = Lease()
+            # A plain weak reference whose callback reports the death (a tile's lease is made
+            # on the tracing path of every functional run: weakref.finalize and a
+            # WeakValueDictionary cost several times more).
+            self._leases[decl] = weakref.ref(
+                token, functools.partial(_lease_died, self._weak_self, decl))
         return token
 
     def _release_dead(self) -> None:

@@ -1,0 +1,104 @@
+"""The IR's construction caches (ir_layout.py) give what the general computations give.
+
+``Access`` takes its bounds and size from a cache keyed on (row size, offset, pattern) and
+``TensorDecl`` its layout from one keyed on (shape, partition axis); both must agree with
+``bounds`` / ``compute_layout`` on a cold and on a warm cache, and never hand a numpy integer
+from one object to another.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from neuroncore_sim import ir, ir_layout
+from neuroncore_sim.dtypes import float32
+from neuroncore_sim.ir import Access, MemSpace, TensorDecl
+
+
+def _decl(shape: tuple[int, ...], pa: int = 0) -> TensorDecl:
+    return TensorDecl(0, "t", MemSpace.SBUF, shape, float32, pa)
+
+
+@st.composite
+def _accesses(draw: st.DrawFn) -> tuple[tuple[int, ...], int, int, tuple[tuple[int, int], ...]]:
+    """A tensor shape, partition axis, and any affine pattern (negative, zero and row-crossing
+    strides, empty dims) with an offset somewhere in or near the tensor."""
+    shape = tuple(draw(st.lists(st.integers(1, 9), min_size=1, max_size=3)))
+    pa = draw(st.integers(0, len(shape) - 1))
+    size = math.prod(shape)
+    pattern = tuple(draw(st.lists(st.tuples(st.integers(-2 * size, 2 * size), st.integers(0, 5)),
+                                  min_size=0, max_size=3)))
+    offset = draw(st.integers(-size, 2 * size))
+    return shape, pa, offset, pattern
+
+
+def _fields(a: Access) -> tuple[int, ...]:
+    return a.row_lo, a.row_hi, a.col_lo, a.col_hi, a.size
+
+
+@settings(max_examples=300, deadline=None)
+@given(_accesses())
+def test_cached_access_bounds_equal_the_general_computation(case) -> None:
+    shape, pa, offset, pattern = case
+    t = _decl(shape, pa)
+    want = ir_layout.bounds(t.row_size, offset, pattern) + (math.prod(n for _, n in pattern),)
+    ir_layout.BOUNDS.clear()
+    cold = Access(t, offset, pattern)
+    warm = Access(t, offset, pattern)  # from the cache
+    assert _fields(cold) == _fields(warm) == want
+    assert (cold.tensor, cold.offset, cold.pattern) == (t, offset, pattern)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 9), min_size=0, max_size=4), st.data())
+def test_cached_tensor_layout_equals_the_general_computation(dims, data) -> None:
+    shape = tuple(dims)
+    pa = data.draw(st.integers(0, len(shape) - 1)) if shape else 0
+    want = ir_layout.compute_layout(shape, pa)
+    ir_layout.LAYOUTS.clear()
+    for _ in range(2):  # cold, then from the cache
+        t = _decl(shape, pa)
+        assert (t.rows, t.row_size, t.strides) == want
+        assert (t.shape, t.partition_axis) == (shape, pa)
+
+
+def test_numpy_integers_are_not_cached_for_plain_ints() -> None:
+    ir_layout.BOUNDS.clear()
+    t = _decl((4, 8))
+    a = Access(t, np.int64(8), ((8, 2), (1, 4)))
+    b = Access(t, 8, ((8, 2), (1, 4)))
+    assert type(a.row_lo) is np.int64  # computed as before the cache existed
+    assert all(type(v) is int for v in _fields(b))
+    assert _fields(a) == _fields(b) == (1, 3, 0, 4, 8)
+
+
+def test_unhashable_patterns_still_work() -> None:
+    t = _decl((4, 8))
+    a = Access(t, 0, [[8, 4], [1, 8]])  # type: ignore[arg-type]
+    assert _fields(a) == (0, 4, 0, 8, 32)
+
+
+def test_ir_objects_stay_frozen() -> None:
+    t = _decl((4, 8))
+    a = Access(t, 0, ((8, 4), (1, 8)))
+    ins = ir.Instruction(0, ir.Opcode.TENSOR_COPY, ir.Engine.VECTOR, {"out": a}, {"src": a}, {})
+    for obj, name in ((t, "rows"), (a, "row_lo"), (ins, "id")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(obj, name, 1)
+
+
+def test_equal_patterns_share_one_object() -> None:
+    ir_layout.BOUNDS.clear()
+    t = _decl((4, 8))
+    first = ((8, 2), (1, 4))
+    again = tuple([(8, 2), (1, 4)])  # equal, another object
+    assert again is not first
+    assert Access(t, 0, first).pattern is first
+    assert Access(t, 0, again).pattern is first
+    odd = ((np.int64(8), 2), (1, 4))  # not cached: a numpy integer stays where it was given
+    assert Access(t, 8, odd).pattern is odd and Access(t, 8, first).pattern is first
