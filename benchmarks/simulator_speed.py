@@ -32,6 +32,10 @@ from kernels.matmul_blocked import kernel  # noqa: E402
 from kernels.matmul_ladder import blocked_free  # noqa: E402
 
 
+#: Pause between numpy's matmul and the simulator's run (see functional()).
+SETTLE_S = 0.1
+
+
 def timing_only(m: int, k: int, n: int) -> list[str]:
     lhs, rhs = nt.tensor[[k, m], nl.bfloat16], nt.tensor[[k, n], nl.bfloat16]
     t0 = time.perf_counter()
@@ -62,7 +66,12 @@ def functional(n: int) -> list[str]:
         # numpy and the simulator alternate, best of 5 each: the machine is shared and noisy.
         t_np, t_val, t_trace = [], [], []
         for _ in range(5):
+            # OpenBLAS's threads keep spinning for a while after a call: each timed run starts
+            # after a pause, so neither side shares a core with the other's leftover threads
+            # (timed at once after numpy, the simulator was ~15 ms slower at 2048^3).
+            time.sleep(SETTLE_S)
             t_np.append(_time(lambda: af.T @ bf))
+            time.sleep(SETTLE_S)
             t_val.append(_time(lambda: ncs.simulate(kern, a, b, timing=False)))
             t_trace.append(_time(lambda: ncs.simulate(kern, a, b, timing=False,
                                                        functional=False)))
