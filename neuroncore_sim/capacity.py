@@ -108,23 +108,16 @@ def plan_buffers(instrs: list[Instruction], config: NeuronCoreConfig) -> BufferP
                     decls[tid] = t
                 last[tid] = i
     sites: dict[tuple[object, ...], list[int]] = {}
-    site_keys: dict[tuple[MemSpace, int], tuple[object, ...]] = {}  # (a loop's tiles share one)
     for tid in first:  # insertion order = order of first use
-        t = decls[tid]
-        if t.site is None:
-            key = _site_key(t)
-        else:
-            key = site_keys.get((t.space, id(t.site)))
-            if key is None:
-                key = site_keys[(t.space, id(t.site))] = _site_key(t)
-        sites.setdefault(key, []).append(tid)
+        sites.setdefault(_site_key(decls[tid]), []).append(tid)
     rings = [_ring(tids, decls, first, last, config) for tids in sites.values()]
     rings = _fit(rings, config, _placed_bytes(placed.values(), config))
     return BufferPlan(tuple(rings), tuple(tuple(t) for t in sites.values()), first, last)
 
 
 def _site_key(t: TensorDecl) -> tuple[object, ...]:
-    return (t.space.value, str(t.site)) if t.site is not None else (t.space.value, "#", t.id)
+    """The tiles of one allocation site (a kernel line) in one memory share a ring."""
+    return (t.space, t.site) if t.site is not None else (t.space, "#", t.id)
 
 
 def _ring(tids: list[int], decls: dict[int, TensorDecl], first: dict[int, int],

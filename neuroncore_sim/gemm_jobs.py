@@ -309,17 +309,19 @@ class GemmRunner:
             self._start(job)
 
     def _start(self, job: GemmJob) -> None:
+        self._launch(job)
+        self.retire(self._keep)
+
+    def _launch(self, job: GemmJob) -> None:
         job.start(_shared_pool(self._ways), self._ways)
         self._jobs.append(job)
-        self.retire(self._keep)
 
     def retire(self, keep: int = 0) -> None:
         """Finish the oldest started jobs until at most ``keep`` are in flight (``keep=0``
         also starts and finishes the staged job)."""
         if keep == 0 and self._staged is not None:
             job, self._staged = self._staged, None
-            job.start(_shared_pool(self._ways), self._ways)
-            self._jobs.append(job)
+            self._launch(job)
         done = self._jobs[:max(0, len(self._jobs) - keep)]
         if not done:
             return

@@ -28,7 +28,7 @@ from typing import Iterator
 import numpy as np
 
 from .dtypes import dtype_name
-from .ir_layout import BOUNDS, LAYOUTS, layout, measure, slot_setters
+from .ir_layout import BOUNDS, layout, measure, slot_setters
 from .opcodes import OPCODE_DOC, Opcode  # noqa: F401  (re-exported: part of the IR vocabulary)
 
 __all__ = ["Engine", "MemSpace", "Opcode", "OPCODE_DOC", "SourceLoc", "Placement", "TensorDecl",
@@ -118,9 +118,7 @@ class TensorDecl:
                  dtype: np.dtype, partition_axis: int = 0, kind: str = "tile",
                  site: SourceLoc | None = None, placement: Placement | None = None) -> None:
         # Hand-written, with slot setters, as Access's and Instruction's: see ir_layout.py.
-        geometry = LAYOUTS.get((shape, partition_axis)) if type(shape) is tuple else None
-        if geometry is None:
-            geometry = layout(shape, partition_axis)
+        geometry = layout(shape, partition_axis)
         (set_id, set_name, set_space, set_shape, set_dtype, set_pa, set_kind, set_site,
          set_placement, set_rows, set_row_size, set_strides) = _TENSOR_SETTERS
         set_id(self, id)
@@ -158,6 +156,8 @@ class TensorDecl:
 
 _TENSOR_SETTERS = slot_setters(TensorDecl, "id name space shape dtype partition_axis kind site "
                                 "placement rows row_size strides")
+
+
 @dataclass(frozen=True, slots=True, eq=False, init=False)
 class Access:
     """An affine access pattern into one tensor (the region an operand reads or writes).
@@ -253,6 +253,8 @@ class Access:
 
 
 _ACCESS_SETTERS = slot_setters(Access, "tensor offset pattern row_lo row_hi col_lo col_hi size")
+
+
 @dataclass(frozen=True, slots=True)
 class Affine:
     """An integer affine expression over the axes of an instruction's output:

@@ -36,6 +36,10 @@ def slot_setters(cls: type, names: str) -> tuple:
 def layout(shape: tuple[int, ...], partition_axis: int) -> tuple[int, int, tuple[int, ...]]:
     """(rows, row_size, strides) of a tensor of ``shape`` stored partition-major (remembered in
     :data:`LAYOUTS` for a tuple of plain ints)."""
+    if type(shape) is tuple:
+        found = LAYOUTS.get((shape, partition_axis))
+        if found is not None:
+            return found
     result = compute_layout(shape, partition_axis)
     if type(shape) is tuple and all(type(v) is int for v in (*shape, partition_axis)):
         if len(LAYOUTS) >= CACHE_SIZE:

@@ -71,9 +71,8 @@ def loop_carried_reads(program: Program) -> list[LoopDependencyWarning]:
             live.clear()
             outermost = loops[0][0]
         if not reported or ins.loc not in reported:
-            for role, a in (ins.srcs if ins.opcode is not Opcode.TENSOR_TENSOR
-                            else _plain_reads(ins)).items():
-                if role in _KEEP_ROLES:
+            for role, a in _plain_reads(ins).items():
+                if role in _KEEP_ROLES:  # (destination-keeping roles of partial writes)
                     continue
                 hit = _carried_write(live, a, ins)
                 if hit is not None:
@@ -92,18 +91,17 @@ _KEEP_ROLES = frozenset({"old", "prior"})
 
 def _plain_reads(ins: Instruction) -> dict[str, Access]:
     """The explicit reads, less the accumulator of an in-place associative update
-    (``acc += x``, however the accumulator was first written: the ``nl.loop_reduce`` idiom)
-    and the destination-keeping roles of partial writes. The implicit read of an accumulating
-    matmul or DMA is not a source at all. (:func:`loop_carried_reads` skips the keeping roles
-    itself and calls this only for tensor_tensor, the only opcode _accumulates accepts.)"""
+    (``acc += x``, however the accumulator was first written: the ``nl.loop_reduce`` idiom).
+    The implicit read of an accumulating matmul or DMA is not a source at all. (The caller
+    skips the destination-keeping roles: ``ins.srcs`` itself is returned, not a copy, for every
+    opcode but tensor_tensor, the only one _accumulates accepts.)"""
     if ins.opcode is not Opcode.TENSOR_TENSOR:
-        return {role: a for role, a in ins.srcs.items() if role not in _KEEP_ROLES}
+        return ins.srcs
     acc = _accumulates(ins)
     out = ins.dsts.get("out")
     return {role: a for role, a in ins.srcs.items()
-            if role not in _KEEP_ROLES
-            and not (acc and a.tensor is out.tensor and a.offset == out.offset
-                     and a.pattern == out.pattern)}
+            if not (acc and a.tensor is out.tensor and a.offset == out.offset
+                    and a.pattern == out.pattern)}
 
 
 def _accumulates(ins: Instruction) -> bool:
