@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from programs import Builder, acc  # noqa: E402
 
 from neuroncore_sim.config import TRN1  # noqa: E402
-from neuroncore_sim.timing import simulate_timing  # noqa: E402
+from neuroncore_sim.timing.engines import simulate_timing  # noqa: E402
 
 #: bytes per partition -> documented fraction of max throughput (digitized, shape only).
 CURVE = {32: 0.014, 64: 0.026, 128: 0.05, 256: 0.10, 512: 0.21, 1024: 0.42, 2048: 0.81,

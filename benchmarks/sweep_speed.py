@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from neuroncore_sim.sweep import PLOT_FILE, TABLE_FILE, sweep
-from neuroncore_sim.sweep_cli import format_table
+from neuroncore_sim.sweep.run import PLOT_FILE, TABLE_FILE, sweep
+from neuroncore_sim.sweep.cli import format_table
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = str(ROOT / "kernels" / "matmul_blocked.py")

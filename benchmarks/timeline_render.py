@@ -25,7 +25,7 @@ import matmul_blocked  # noqa: E402
 
 import neuroncore_sim as ncs  # noqa: E402
 import neuroncore_sim.nki.language as nl  # noqa: E402
-from neuroncore_sim import chrome_trace, plot  # noqa: E402
+from neuroncore_sim.report import chrome_trace, plot  # noqa: E402
 from neuroncore_sim.nki import typing as nt  # noqa: E402
 
 K, M, N = 8192, 2048, 8192

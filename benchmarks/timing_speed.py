@@ -25,11 +25,11 @@ from pathlib import Path
 
 from neuroncore_sim import dtypes
 from neuroncore_sim.config import TRN1
-from neuroncore_sim.cost import roofline_ns
-from neuroncore_sim.ir import Access, Engine, Instruction, MemSpace, Opcode, Program, SourceLoc
-from neuroncore_sim.ir import TensorDecl
-from neuroncore_sim.schedule import build_schedule
-from neuroncore_sim.timing import simulate_timing
+from neuroncore_sim.timing.cost import roofline_ns
+from neuroncore_sim.program.ir import Access, Engine, Instruction, MemSpace, Opcode, Program, SourceLoc
+from neuroncore_sim.program.ir import TensorDecl
+from neuroncore_sim.timing.schedule import build_schedule
+from neuroncore_sim.timing.engines import simulate_timing
 
 ROOT = Path(__file__).resolve().parent.parent
 M, K, N = 4096, 8192, 8192

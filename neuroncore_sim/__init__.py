@@ -10,7 +10,7 @@ from .alias import install_neuronxcc_alias
 from .config import INF2, PRESETS, TRN1, NeuronCoreConfig, load_config
 from .errors import SimulatorError
 from .result import SimResult
-from .progress import tqdm_bar as _tqdm_bar
+from .report.progress import tqdm_bar as _tqdm_bar
 from .simulate import record_launches, set_progress_factory, simulate, trace
 
 # simulate(progress=True) draws tqdm bars; the simulator itself only calls hooks (layering).

@@ -22,12 +22,14 @@ import traceback
 from pathlib import Path
 from typing import Sequence
 
-from . import chrome_trace, plot, report, sweep_cli
+from . import report
+from .report import chrome_trace, plot
+from .sweep import cli as sweep_cli
 from .alias import install_neuronxcc_alias
 from .config import NeuronCoreConfig, load_config
 from .errors import ConfigError, SimulatorError
-from .kernel_file import (UsageError, example_inputs, find_kernel, load_kernel_file,
-                          max_abs_error, split_target)
+from .sweep.kernel_file import (UsageError, example_inputs, find_kernel, load_kernel_file,
+                                max_abs_error, split_target)
 from .result import SimResult
 from .simulate import record_launches, simulate
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from . import analysis, tile_memory
+from .timing import analysis, memory_use
 from .config import NeuronCoreConfig
 from .errors import UnsupportedError
-from .events import COMPUTE_ROWS, TENSOR_LS_ROW, TimingResult, is_dma_row
-from .ir import Opcode, Program
+from .timing.events import COMPUTE_ROWS, TENSOR_LS_ROW, TimingResult, is_dma_row
+from .program.ir import Opcode, Program
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -78,7 +78,7 @@ class SimResult:
             ``bottleneck`` (the busiest of tensor/vector/scalar/gpsimd/dma, or "latency" when
             none is busy more than half the time) with ``bottleneck_evidence``; ``top_stalls``
             and ``memory`` (peak SBUF/PSUM bytes per partition). Definitions: see
-            :mod:`neuroncore_sim.analysis` and :mod:`neuroncore_sim.tile_memory`.
+            :mod:`neuroncore_sim.timing.analysis` and :mod:`neuroncore_sim.timing.memory_use`.
         """
         t = self._timing()
         cfg = self.config
@@ -107,5 +107,5 @@ class SimResult:
             "bottleneck": verdict,
             "bottleneck_evidence": evidence,
             "top_stalls": stalls,
-            "memory": tile_memory.memory_summary(self.program, t, cfg),
+            "memory": memory_use.memory_summary(self.program, t, cfg),
         }

@@ -12,7 +12,7 @@ Progress. Long launches can report progress (``simulate(..., progress=True)``): 
 recorded instructions, timing counts finished ones. This module only calls the hooks; how a bar
 is drawn (tqdm) is decided at the edge: ``progress=True`` uses the factory an entry point
 registered with :func:`set_progress_factory` (the package's ``__init__`` registers
-:func:`neuroncore_sim.progress.tqdm_bar`), and any :data:`ProgressFactory` may be passed
+:func:`neuroncore_sim.report.progress.tqdm_bar`), and any :data:`ProgressFactory` may be passed
 instead.
 """
 
@@ -29,20 +29,20 @@ from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
 
-from .capacity import check_capacity
+from .timing.capacity import check_capacity
 from .config import NeuronCoreConfig, load_config
 from .dtypes import to_dtype
 from .errors import KernelError, SimulatorError, SimulatorWarning, UnsupportedError
-from .execute import Executor
-from .pipeline import PipelinedExecutor
+from .values.execute import Executor
+from .values.fast.pipeline import PipelinedExecutor
 from .frontend import tracer as _tracer
 from .frontend.tensor import NkiTensor
 from .frontend.typing import TensorType
-from .gemm_jobs import single_threaded_blas
-from .ir import MemSpace, Program
+from .values.fast.gemm_jobs import single_threaded_blas
+from .program.ir import MemSpace, Program
 from .result import SimResult
-from .timing import simulate_timing
-from .torch_io import TorchArgs
+from .timing.engines import simulate_timing
+from .frontend.torch_io import TorchArgs
 
 
 class ProgressBar(Protocol):

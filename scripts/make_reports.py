@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's package, not another installed copy
 
 import neuroncore_sim as ncs  # noqa: E402
-from neuroncore_sim import plot, report  # noqa: E402
+from neuroncore_sim import report  # noqa: E402
+from neuroncore_sim.report import plot  # noqa: E402
 
 
 def kernels_of(path: Path) -> dict[str, object]:

@@ -8,8 +8,8 @@ import ml_dtypes
 import numpy as np
 
 from neuroncore_sim import dtypes as D
-from neuroncore_sim.execute import Executor
-from neuroncore_sim.ir import Access, Engine, Instruction, MemSpace, SourceLoc, TensorDecl
+from neuroncore_sim.values.execute import Executor
+from neuroncore_sim.program.ir import Access, Engine, Instruction, MemSpace, SourceLoc, TensorDecl
 
 _ids = itertools.count()
 F32 = np.float32

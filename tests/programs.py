@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from neuroncore_sim import dtypes
-from neuroncore_sim.ir import Access, Engine, Instruction, MemSpace, Opcode, Program, SourceLoc
-from neuroncore_sim.ir import TensorDecl
+from neuroncore_sim.program.ir import Access, Engine, Instruction, MemSpace, Opcode, Program, SourceLoc
+from neuroncore_sim.program.ir import TensorDecl
 
 
 class Builder:

@@ -1,5 +1,5 @@
 """Roofline, MFU, bandwidth, bottleneck verdict with evidence, stalls and memory peaks
-(neuroncore_sim.analysis, neuroncore_sim.tile_memory, SimResult.summary()).
+(neuroncore_sim.timing.analysis, neuroncore_sim.timing.memory_use, SimResult.summary()).
 
 The kernels below are built to be bound by one thing each; the numbers in the comments are
 worked out by hand from shared/arch.md and config.TRN1.
@@ -18,7 +18,7 @@ import neuroncore_sim as ncs
 import neuroncore_sim.nki as nki
 import neuroncore_sim.nki.isa as nisa
 import neuroncore_sim.nki.language as nl
-from neuroncore_sim import report
+from neuroncore_sim.report import tables as report
 
 HERE = Path(__file__).name
 BF16 = ml_dtypes.bfloat16
@@ -292,7 +292,7 @@ def test_port_stall_is_named_by_port():
 
     from neuroncore_sim.config import TRN1
     from neuroncore_sim.result import SimResult
-    from neuroncore_sim.timing import simulate_timing
+    from neuroncore_sim.timing.engines import simulate_timing
 
     b = Builder()
     x, y, z, w = (b.tensor(f"t{i}", (128, 512), "float32", "sbuf", site=i + 1) for i in range(4))

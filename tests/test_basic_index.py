@@ -18,7 +18,7 @@ from neuroncore_sim.errors import SimulatorError
 from neuroncore_sim.frontend.basic_index import basic_index, view_key
 from neuroncore_sim.frontend.tensor import NkiTensor
 from neuroncore_sim.frontend.tracer import Tracer
-from neuroncore_sim.ir import MemSpace, Program, TensorDecl
+from neuroncore_sim.program.ir import MemSpace, Program, TensorDecl
 
 
 def _bound(n: int) -> st.SearchStrategy:

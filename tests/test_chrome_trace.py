@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import neuroncore_sim as ncs
-from neuroncore_sim import chrome_trace
+from neuroncore_sim.report import chrome_trace
 from neuroncore_sim.errors import UnsupportedError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "kernels"))

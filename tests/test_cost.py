@@ -9,9 +9,9 @@ import pytest
 from programs import Builder, acc
 
 from neuroncore_sim.config import TRN1
-from neuroncore_sim.cost import (dma_transfers, instruction_cycles, matmul_stage_cycles,
+from neuroncore_sim.timing.cost import (dma_transfers, instruction_cycles, matmul_stage_cycles,
                                  roofline_ns, stride_penalty)
-from neuroncore_sim.timing import simulate_timing
+from neuroncore_sim.timing.engines import simulate_timing
 
 CLOCK = {"tensor": 2.8, "vector": 1.12, "scalar": 1.4, "gpsimd": 1.4}  # GHz
 MIN_II = 64

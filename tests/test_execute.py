@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from neuroncore_sim import dtypes as D
 from neuroncore_sim.config import TRN1
 from neuroncore_sim.errors import AccessError, KernelError, ShapeError, UnsupportedError
-from neuroncore_sim.execute import Executor
-from neuroncore_sim.ir import Access, Affine, Engine, MemSpace, Opcode, Predicate
-from neuroncore_sim.memory import Memory
+from neuroncore_sim.values.execute import Executor
+from neuroncore_sim.program.ir import Access, Affine, Engine, MemSpace, Opcode, Predicate
+from neuroncore_sim.values.memory import Memory
 
 RNG = np.random.default_rng(99)
 

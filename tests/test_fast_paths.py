@@ -31,7 +31,7 @@ from neuroncore_sim.errors import SimulatorError
 from neuroncore_sim.frontend import basic_index as bi, loopcheck
 from neuroncore_sim.frontend.tensor import NkiTensor
 from neuroncore_sim.frontend.tracer import Tracer
-from neuroncore_sim.ir import Access, MemSpace, Program, TensorDecl
+from neuroncore_sim.program.ir import Access, MemSpace, Program, TensorDecl
 
 
 @st.composite

@@ -16,9 +16,9 @@ import pytest
 
 from neuroncore_sim import config as cfg
 from neuroncore_sim import dtypes as dt
-from neuroncore_sim import ops
+from neuroncore_sim.program import ops
 from neuroncore_sim.errors import ConfigError, DTypeError, SimulatorError
-from neuroncore_sim.ir import Access, Affine, MemSpace, Opcode, OPCODE_DOC, Predicate, TensorDecl
+from neuroncore_sim.program.ir import Access, Affine, MemSpace, Opcode, OPCODE_DOC, Predicate, TensorDecl
 
 KIB = 1024
 

@@ -9,7 +9,7 @@ import neuroncore_sim as ncs
 from neuroncore_sim import nki
 from neuroncore_sim.errors import AccessError, KernelError, MemorySpaceError, ShapeError, \
     UnsupportedError
-from neuroncore_sim.ir import Opcode
+from neuroncore_sim.program.ir import Opcode
 import neuroncore_sim.nki.isa as nisa
 import neuroncore_sim.nki.language as nl
 import neuroncore_sim.nki.typing as nt

@@ -17,13 +17,13 @@ from hypothesis import strategies as st
 from threadpoolctl import threadpool_info
 
 from exec_helpers import BF16, F32, ins, rect, tile
-from neuroncore_sim import pipeline
+from neuroncore_sim.values.fast import pipeline
 from neuroncore_sim.config import TRN1
 from neuroncore_sim.errors import ShapeError, UninitializedReadWarning
-from neuroncore_sim.execute import Executor
-from neuroncore_sim.gemm_jobs import ADD, SET, GemmJob, GemmRunner, _edges, single_threaded_blas
-from neuroncore_sim.ir import Engine, MemSpace, Opcode
-from neuroncore_sim.pipeline import PipelinedExecutor
+from neuroncore_sim.values.execute import Executor
+from neuroncore_sim.values.fast.gemm_jobs import ADD, SET, GemmJob, GemmRunner, _edges, single_threaded_blas
+from neuroncore_sim.program.ir import Engine, MemSpace, Opcode
+from neuroncore_sim.values.fast.pipeline import PipelinedExecutor
 
 
 def _program():
@@ -357,7 +357,7 @@ def _two_blas_threads():
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
 def test_pool_threads_yield_to_the_python_threads():
     """GEMM pool threads run at a lower priority than the launch's Python threads."""
-    from neuroncore_sim.gemm_jobs import GEMM_NICE, _priority_refused, _shared_pool
+    from neuroncore_sim.values.fast.gemm_jobs import GEMM_NICE, _priority_refused, _shared_pool
     mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     theirs = _shared_pool(2).submit(
         lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id())).result()

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from neuroncore_sim import ir, ir_layout
+from neuroncore_sim.program import ir, layout as ir_layout
 from neuroncore_sim.dtypes import float32
-from neuroncore_sim.ir import Access, MemSpace, TensorDecl
+from neuroncore_sim.program.ir import Access, MemSpace, TensorDecl
 
 
 def _decl(shape: tuple[int, ...], pa: int = 0) -> TensorDecl:

@@ -18,9 +18,9 @@ import neuroncore_sim as ncs
 import neuroncore_sim.nki.isa as nisa
 import neuroncore_sim.nki.language as nl
 from neuroncore_sim.config import TRN1
-from neuroncore_sim.cost import instruction_cycles
-from neuroncore_sim.ir import Engine, Opcode
-from neuroncore_sim.timing import simulate_timing
+from neuroncore_sim.timing.cost import instruction_cycles
+from neuroncore_sim.program.ir import Engine, Opcode
+from neuroncore_sim.timing.engines import simulate_timing
 
 RNG = np.random.default_rng(7)
 BF16 = np.dtype(ml_dtypes.bfloat16)

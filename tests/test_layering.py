@@ -39,59 +39,33 @@ MAX_LINES = 500
 
 # --- the layer table -------------------------------------------------------------------------
 
-#: Top-level module (name inside the package; "__init__" is the package itself) -> group.
+#: Module or folder inside the package (dotted, without "neuroncore_sim."; "__init__" is the
+#: package itself) -> group. A module not named here takes the group of its innermost folder.
 MODULE_GROUP: dict[str, str] = {
     "errors": "errors",
     "config": "config",
     "dtypes": "dtypes",
-    "torch_io": "dtypes",
-    "ir": "vocabulary",
-    "ir_layout": "vocabulary",
-    "opcodes": "vocabulary",
-    "ops": "vocabulary",
-    "events": "vocabulary",
-    "memory": "values",
-    "semantics": "values",
-    "semantics_dma": "values",
-    "semantics_random": "values",
-    "semantics_select": "values",
-    "execute": "values",
-    "psum_chain": "values",
-    "gemm_jobs": "values",
-    "hbm_origin": "values",
-    "pipeline": "values",
-    "checks": "values",
-    "cost": "time",
-    "cost_select": "time",
-    "schedule": "time",
-    "capacity": "time",
-    "psum_zeros": "time",
-    "dma": "time",
-    "timing": "time",
     "result": "result",
-    "analysis": "result",
-    "tile_memory": "result",
+    "timing.analysis": "result",
+    "timing.memory_use": "result",
+    "timing.events": "vocabulary",
     "simulate": "simulate",
-    "report": "presentation",
-    "plot": "presentation",
-    "chrome_trace": "presentation",
-    "progress": "presentation",
-    "sweep_plot": "presentation",
-    "sweep_table": "presentation",
     "cli": "entry",
-    "sweep": "entry",
-    "sweep_point": "entry",
-    "sweep_cli": "entry",
-    "kernel_file": "entry",
     "pytest_plugin": "entry",
     "alias": "entry",
     "__init__": "entry",
     "__main__": "entry",
 }
 
-#: Subpackage -> group of every module inside it (its __init__ included).
+#: Subpackage (dotted) -> group of every module inside it (its __init__ included), unless
+#: MODULE_GROUP names the module.
 SUBPACKAGE_GROUP: dict[str, str] = {
+    "program": "vocabulary",
     "frontend": "frontend",
+    "values": "values",
+    "timing": "time",
+    "report": "presentation",
+    "sweep": "entry",
     "nki": "entry",
 }
 
@@ -120,17 +94,19 @@ ALLOWED: dict[str, frozenset[str]] = {
 THIRD_PARTY: dict[str, tuple[frozenset[str] | None, frozenset[str]]] = {
     "numpy": (None, frozenset()),
     "ml_dtypes": (None, frozenset()),
-    "simpy": (frozenset({"dma", "timing"}), frozenset()),
-    "pandas": (frozenset({"result", "report", "sweep", "sweep_table", "cli", "pytest_plugin"}),
-               frozenset({"result", "sweep_table"})),
-    "matplotlib": (frozenset({"plot", "sweep_plot"}), frozenset({"plot", "sweep_plot"})),
+    "simpy": (frozenset({"timing.dma", "timing.engines"}), frozenset()),
+    "pandas": (frozenset({"result", "report.tables", "sweep.run", "sweep.table", "cli",
+                          "pytest_plugin"}),
+               frozenset({"result", "sweep.table"})),
+    "matplotlib": (frozenset({"report.plot", "sweep.plot"}),
+                   frozenset({"report.plot", "sweep.plot"})),
     # progress bars are drawn at the edge only; the simulator calls plain hooks.
-    "tqdm": (frozenset({"progress", "sweep"}), frozenset({"progress"})),
+    "tqdm": (frozenset({"report.progress", "sweep.run"}), frozenset({"report.progress"})),
     # BLAS thread control for the GEMM threads of functional runs.
-    "threadpoolctl": (frozenset({"gemm_jobs"}), frozenset({"gemm_jobs"})),
+    "threadpoolctl": (frozenset({"values.fast.gemm_jobs"}), frozenset({"values.fast.gemm_jobs"})),
     # dask.distributed is an optional extra: imported only when a sweep asks for it.
-    "dask": (frozenset({"sweep"}), frozenset({"sweep"})),
-    "distributed": (frozenset({"sweep"}), frozenset({"sweep"})),
+    "dask": (frozenset({"sweep.run"}), frozenset({"sweep.run"})),
+    "distributed": (frozenset({"sweep.run"}), frozenset({"sweep.run"})),
     # pytest is only a test extra: the plugin must not import it when the package is loaded.
     "pytest": (frozenset({"pytest_plugin"}), frozenset()),
     "_pytest": (frozenset({"pytest_plugin"}), frozenset()),
@@ -223,10 +199,13 @@ def group_of(mod: str) -> str | None:
     parts = mod.split(".")[1:]
     if not parts:
         return MODULE_GROUP.get("__init__")
-    if parts[0] in SUBPACKAGE_GROUP:
-        return SUBPACKAGE_GROUP[parts[0]]
-    if len(parts) == 1:
-        return MODULE_GROUP.get(parts[0])
+    name = ".".join(parts)
+    if name in MODULE_GROUP:
+        return MODULE_GROUP[name]
+    for i in range(len(parts), 0, -1):
+        folder = ".".join(parts[:i])
+        if folder in SUBPACKAGE_GROUP:
+            return SUBPACKAGE_GROUP[folder]
     return None
 
 
@@ -337,12 +316,18 @@ def test_table_is_consistent() -> None:
 
 # --- tests: the checker can fail --------------------------------------------------------------
 
+#: Modules of the synthetic trees besides those MODULE_GROUP names (one or more per folder).
+_SAMPLE_MODULES = ("program.ir", "program.ops", "frontend.tracer", "values.memory",
+                   "values.semantics", "values.execute", "timing.engines", "timing.dma",
+                   "timing.cost", "report.tables", "report.plot", "report.progress", "sweep.run")
+
+
 def _make_tree(tmp_path: Path, files: dict[str, str]) -> Path:
     """A synthetic package with every module of the table (empty) plus ``files``
     (relative path -> source, replacing the empty module of that name)."""
     root = tmp_path / PACKAGE
-    base = {f"{name}.py": "" for name in MODULE_GROUP}
-    base.update({f"{sub}/__init__.py": "" for sub in SUBPACKAGE_GROUP})
+    base = {f"{name.replace('.', '/')}.py": "" for name in (*MODULE_GROUP, *_SAMPLE_MODULES)}
+    base.update({f"{sub.replace('.', '/')}/__init__.py": "" for sub in SUBPACKAGE_GROUP})
     for rel, src in {**base, **files}.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -353,59 +338,70 @@ def _make_tree(tmp_path: Path, files: dict[str, str]) -> Path:
 def test_synthetic_clean_tree_passes(tmp_path: Path) -> None:
     """A tree obeying every rule, with all kinds of relative imports, has no violations."""
     root = _make_tree(tmp_path, {
-        "ir.py": "from .errors import KernelError\nfrom .dtypes import float32\n",
+        "program/ir.py": "from ..errors import KernelError\nfrom ..dtypes import float32\n",
         "frontend/__init__.py": "from .tracer import trace\n",
-        "frontend/tracer.py": "from .. import ir\nfrom ..errors import KernelError\n",
+        "frontend/tracer.py": "from ..program import ir\nfrom ..errors import KernelError\n",
         "frontend/lang.py": "from . import tracer\nfrom neuroncore_sim.frontend import tracer\n",
-        "execute.py": "from . import memory\n",
-        "memory.py": "import numpy as np\n",
-        "timing.py": "import simpy\nfrom .dma import x\n",
-        "dma.py": "from simpy import Resource\n",
-        "result.py": "def f():\n    import pandas\n",
-        "simulate.py": "from .frontend import tracer\nfrom . import execute, timing, result\n",
-        "plot.py": "from .result import R\ndef f():\n    import matplotlib.pyplot\n",
+        "values/execute.py": "from . import memory\nfrom ..program.ir import Program\n",
+        "values/memory.py": "import numpy as np\n",
+        "timing/engines.py": "import simpy\nfrom .dma import x\nfrom . import events\n",
+        "timing/dma.py": "from simpy import Resource\n",
+        "result.py": "from .timing import analysis\ndef f():\n    import pandas\n",
+        "simulate.py": "from .frontend import tracer\nfrom .values import execute\n"
+                       "from .timing import engines\nfrom . import result\n",
+        "report/plot.py": "from ..result import R\ndef f():\n    import matplotlib.pyplot\n",
         "nki/__init__.py": "from . import language\nfrom .. import simulate\n",
         "nki/language.py": "from ..frontend.lang import *\n",
         "__main__.py": "from .cli import main\n",
-        "cli.py": "import pandas\nimport neuroncore_sim\nfrom . import sweep\n",
-        "sweep.py": "import pandas\n",
+        "cli.py": "import pandas\nimport neuroncore_sim\nfrom .sweep import run\n",
+        "sweep/run.py": "import pandas\n",
     })
     assert check_tree(root) == []
 
 
 @pytest.mark.parametrize("rel, src, expect", [
     # lower layer importing a higher one
-    ("ir.py", "from . import simulate\n", "vocabulary module neuroncore_sim.ir may not import"),
+    ("program/ir.py", "from .. import simulate\n",
+     "vocabulary module neuroncore_sim.program.ir may not import"),
     ("errors.py", "from .config import X\n", "may not import neuroncore_sim.config"),
     ("config.py", "from . import dtypes\n", "may not import neuroncore_sim.dtypes"),
-    ("ir.py", "from .memory import Memory\n", "may not import neuroncore_sim.memory"),
+    ("program/ir.py", "from ..values.memory import Memory\n",
+     "may not import neuroncore_sim.values.memory"),
+    ("timing/events.py", "from ..timing import engines\n",
+     "may not import neuroncore_sim.timing.engines"),
     # the three L2 columns never import each other
-    ("execute.py", "from .timing import run\n", "values module neuroncore_sim.execute"),
-    ("timing.py", "from neuroncore_sim import memory\n", "may not import neuroncore_sim.memory"),
-    ("frontend/tracer.py", "from ..semantics import S\n", "may not import neuroncore_sim.sema"),
-    ("cost.py", "from .frontend import tracer\n", "may not import neuroncore_sim.frontend"),
+    ("values/execute.py", "from ..timing.engines import run\n",
+     "values module neuroncore_sim.values.execute"),
+    ("timing/engines.py", "from neuroncore_sim.values import memory\n",
+     "may not import neuroncore_sim.values.memory"),
+    ("frontend/tracer.py", "from ..values.semantics import S\n",
+     "may not import neuroncore_sim.values.sema"),
+    ("timing/cost.py", "from ..frontend import tracer\n", "may not import neuroncore_sim.frontend"),
     # front end must not reach up into its user-facing re-export
     ("frontend/tracer.py", "from ..nki import language\n", "may not import neuroncore_sim.nki"),
     # importing the package root means importing its __init__ (an entry point)
-    ("memory.py", "import neuroncore_sim\n", "may not import neuroncore_sim (entry)"),
-    ("memory.py", "from . import undefined_name\n", "may not import neuroncore_sim (entry)"),
+    ("values/memory.py", "import neuroncore_sim\n", "may not import neuroncore_sim (entry)"),
+    ("values/memory.py", "from .. import undefined_name\n",
+     "may not import neuroncore_sim (entry)"),
     # assembly and presentation limits
     ("result.py", "from .simulate import simulate\n", "may not import neuroncore_sim.simulate"),
-    ("report.py", "from .timing import run\n", "may not import neuroncore_sim.timing"),
-    ("simulate.py", "from .report import table\n", "may not import neuroncore_sim.report"),
+    ("report/tables.py", "from ..timing.engines import run\n",
+     "may not import neuroncore_sim.timing.engines"),
+    ("simulate.py", "from .report import tables\n", "may not import neuroncore_sim.report.tables"),
     # the import hidden inside a function still counts
-    ("semantics.py", "def f():\n    from . import cli\n", "may not import neuroncore_sim.cli"),
-    ("semantics.py", "import importlib\nimportlib.import_module('neuroncore_sim.cli')\n",
+    ("values/semantics.py", "def f():\n    from .. import cli\n",
+     "may not import neuroncore_sim.cli"),
+    ("values/semantics.py", "import importlib\nimportlib.import_module('neuroncore_sim.cli')\n",
      "may not import neuroncore_sim.cli"),
     # third-party corners
-    ("cost.py", "import simpy\n", "simpy may only be imported by"),
-    ("memory.py", "import pandas as pd\n", "pandas may only be imported by"),
+    ("timing/cost.py", "import simpy\n", "simpy may only be imported by"),
+    ("values/memory.py", "import pandas as pd\n", "pandas may only be imported by"),
     ("result.py", "import pandas as pd\n", "pandas must be imported inside functions"),
-    ("plot.py", "import matplotlib.pyplot as plt\n", "matplotlib must be imported inside"),
-    ("report.py", "def f():\n    import matplotlib\n", "matplotlib may only be imported by"),
-    ("timing.py", "def f():\n    from tqdm import tqdm\n", "tqdm may only be imported by"),
-    ("progress.py", "import tqdm\n", "tqdm must be imported inside functions"),
-    ("ir.py", "import scipy\n", "not a declared dependency"),
+    ("report/plot.py", "import matplotlib.pyplot as plt\n", "matplotlib must be imported inside"),
+    ("report/tables.py", "def f():\n    import matplotlib\n", "matplotlib may only be imported by"),
+    ("timing/engines.py", "def f():\n    from tqdm import tqdm\n", "tqdm may only be imported by"),
+    ("report/progress.py", "import tqdm\n", "tqdm must be imported inside functions"),
+    ("program/ir.py", "import scipy\n", "not a declared dependency"),
     # unknown modules and broken internal imports
     ("helpers.py", "", "not in the layer table"),
     ("extra/thing.py", "", "not in the layer table"),
@@ -440,10 +436,10 @@ def test_type_checking_import_is_not_a_runtime_import(tmp_path: Path) -> None:
 
 def test_size_budget(tmp_path: Path) -> None:
     """A module over the line budget is reported; one at the budget is not."""
-    root = _make_tree(tmp_path, {"ir.py": "x = 1\n" * MAX_LINES,
-                                 "ops.py": "x = 1\n" * (MAX_LINES + 1)})
+    root = _make_tree(tmp_path, {"program/ir.py": "x = 1\n" * MAX_LINES,
+                                 "program/ops.py": "x = 1\n" * (MAX_LINES + 1)})
     problems = check_tree(root)
-    assert problems == [f"neuroncore_sim/ops.py: {MAX_LINES + 1} lines, over the "
+    assert problems == [f"neuroncore_sim/program/ops.py: {MAX_LINES + 1} lines, over the "
                         f"{MAX_LINES}-line module budget; split it by responsibility"]
 
 
@@ -452,10 +448,12 @@ def test_relative_import_resolution() -> None:
     r = _resolve_relative
     assert r("neuroncore_sim.config", False, 1, "errors") == "neuroncore_sim.errors"
     assert r("neuroncore_sim.config", False, 1, None) == "neuroncore_sim"
-    assert r("neuroncore_sim.frontend.tracer", False, 2, "ir") == "neuroncore_sim.ir"
+    assert r("neuroncore_sim.frontend.tracer", False, 2, "dtypes") == "neuroncore_sim.dtypes"
+    assert r("neuroncore_sim.values.fast.pipeline", False, 3, "program") == \
+        "neuroncore_sim.program"
     assert r("neuroncore_sim.frontend.tracer", False, 1, None) == "neuroncore_sim.frontend"
     assert r("neuroncore_sim.nki", True, 1, "language") == "neuroncore_sim.nki.language"
     assert r("neuroncore_sim.nki", True, 2, "frontend") == "neuroncore_sim.frontend"
     assert r("neuroncore_sim", True, 1, "errors") == "neuroncore_sim.errors"
     with pytest.raises(ValueError):
-        r("neuroncore_sim.ir", False, 2, "x")
+        r("neuroncore_sim.program.ir", False, 3, "x")

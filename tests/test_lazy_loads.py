@@ -16,12 +16,13 @@ from exec_helpers import BF16, F32, ins, rect, tile
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from neuroncore_sim import execute, psum_chain
+from neuroncore_sim.values import execute
+from neuroncore_sim.values.fast import psum_chain
 from neuroncore_sim.config import TRN1
 from neuroncore_sim.errors import AccessError
-from neuroncore_sim.execute import Executor
-from neuroncore_sim.ir import Access, Engine, MemSpace, Opcode
-from neuroncore_sim.memory import Memory
+from neuroncore_sim.values.execute import Executor
+from neuroncore_sim.program.ir import Access, Engine, MemSpace, Opcode
+from neuroncore_sim.values.memory import Memory
 
 K, W = 8, 24  # tile partitions, tile / HBM row width
 TILE_REGIONS = [(slice(0, 12)), slice(12, 24), slice(6, 18)]  # columns of the tile

@@ -13,7 +13,7 @@ import neuroncore_sim.nki.isa as nisa
 import neuroncore_sim.nki.language as nl
 from kernel_checks import expect_error
 from neuroncore_sim.config import TRN1
-from neuroncore_sim.cost import dma_transfers
+from neuroncore_sim.timing.cost import dma_transfers
 from neuroncore_sim.errors import AccessError, DTypeError, KernelError, MemorySpaceError, \
     ShapeError, UnsupportedError
 

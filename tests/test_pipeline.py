@@ -10,11 +10,11 @@ import pytest
 import neuroncore_sim as ncs
 import neuroncore_sim.nki.language as nl
 from neuroncore_sim.errors import AccessError, UnsupportedError
-from neuroncore_sim.execute import Executor
-from neuroncore_sim.pipeline import PipelinedExecutor
+from neuroncore_sim.values.execute import Executor
+from neuroncore_sim.values.fast.pipeline import PipelinedExecutor
 from neuroncore_sim.config import TRN1
-from neuroncore_sim.ir import Opcode
-from neuroncore_sim.semantics import SEMANTICS
+from neuroncore_sim.program.ir import Opcode
+from neuroncore_sim.values.semantics import SEMANTICS
 
 A = np.arange(128 * 64, dtype=np.float32).reshape(128, 64)
 

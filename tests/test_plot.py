@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import neuroncore_sim as ncs
-from neuroncore_sim import plot
-from neuroncore_sim.events import Event
+from neuroncore_sim.report import plot
+from neuroncore_sim.timing.events import Event
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "kernels"))
 import tensor_add  # noqa: E402  (kernels/ is a folder of scripts)
@@ -92,8 +92,8 @@ def test_bin_max_of_a_step_function():
 
 def _dense_result(n: int):
     """A fake launch: n vector events of 1 ns every 4 ns (busy a quarter of the time)."""
-    from neuroncore_sim.events import TimingResult
-    from neuroncore_sim.ir import Program
+    from neuroncore_sim.timing.events import TimingResult
+    from neuroncore_sim.program.ir import Program
     from neuroncore_sim.result import SimResult
 
     evs = tuple(Event(i, "vector", "tensor_copy", 4.0 * i, 4.0 * i + 1.0) for i in range(n))

@@ -12,11 +12,12 @@ import pytest
 import neuroncore_sim as ncs
 import neuroncore_sim.nki as nki
 import neuroncore_sim.nki.language as nl
-from neuroncore_sim import cli, progress
+from neuroncore_sim import cli
+from neuroncore_sim.report import progress
 from neuroncore_sim.errors import UnsupportedError
 from neuroncore_sim.frontend.tracer import RECORD_REPORT_EVERY
 from neuroncore_sim.simulate import trace
-from neuroncore_sim.timing import simulate_timing
+from neuroncore_sim.timing.engines import simulate_timing
 
 N_ADDS = 600
 

@@ -12,10 +12,10 @@ from exec_helpers import BF16, F32, ins, rect, tile
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from neuroncore_sim import psum_chain
+from neuroncore_sim.values.fast import psum_chain
 from neuroncore_sim.config import TRN1
-from neuroncore_sim.execute import Executor
-from neuroncore_sim.ir import Engine, MemSpace, Opcode
+from neuroncore_sim.values.execute import Executor
+from neuroncore_sim.program.ir import Engine, MemSpace, Opcode
 
 RNG = np.random.default_rng(7)
 
@@ -234,7 +234,7 @@ def test_deferred_chains_equal_eager_evaluation(ops):
 def test_zeroed_psum_tile_is_never_filled(ex, monkeypatch):
     """``acc = zeros`` then ``acc += matmul`` over the whole tile: the GEMM result is written
     onto the zeros the memset would have left, and the memset itself never writes memory."""
-    from neuroncore_sim import memory
+    from neuroncore_sim.values import memory
     fills = []
     monkeypatch.setattr(memory, "_fill", lambda arr, value: fills.append(value))
     psum = tile(ex, shape=(4, 12), space=MemSpace.PSUM)
@@ -252,8 +252,8 @@ def test_zeroed_psum_tile_is_never_filled(ex, monkeypatch):
 def test_only_plain_rectangles_count_as_covering():
     """A chain's PSUM region counts towards covering its tensor only when it selects whole
     rows x columns, each element once."""
-    from neuroncore_sim.ir import Access
-    from neuroncore_sim.psum_chain import _rectangle
+    from neuroncore_sim.program.ir import Access
+    from neuroncore_sim.values.fast.psum_chain import _rectangle
     ex = Executor(TRN1)
     psum = tile(ex, shape=(4, 12), space=MemSpace.PSUM)
     assert _rectangle(rect(psum, slice(0, 4), slice(6, 12)))
@@ -265,7 +265,7 @@ def test_only_plain_rectangles_count_as_covering():
 def test_result_onto_zero_is_the_sum_with_plus_zero():
     """ONTO_ZERO writes block + 0.0 (what adding onto the memset's zeros gives: -0.0 becomes
     +0.0); SET copies the block as it is."""
-    from neuroncore_sim.gemm_jobs import ONTO_ZERO, SET, GemmJob
+    from neuroncore_sim.values.fast.gemm_jobs import ONTO_ZERO, SET, GemmJob
     s = np.zeros((8, 2), F32)
     outs = {how: np.ones((2, 2), F32) for how in (ONTO_ZERO, SET)}
     job = GemmJob(s, s, [(out, how, 0, 2, 0, 2) for how, out in outs.items()], set(), set())

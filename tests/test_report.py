@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import neuroncore_sim as ncs
-from neuroncore_sim import report
+from neuroncore_sim.report import tables as report
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "kernels"))
 import tensor_add  # noqa: E402  (kernels/ is a folder of scripts)

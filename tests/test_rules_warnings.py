@@ -17,7 +17,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import neuroncore_sim as ncs
-from neuroncore_sim import checks, nki
+from neuroncore_sim.values import checks
+from neuroncore_sim import nki
 from neuroncore_sim.errors import ActivationRangeWarning, CapacityError, \
     LoopDependencyWarning, SimulatorWarning, UninitializedReadWarning
 import neuroncore_sim.nki.isa as nisa

@@ -9,7 +9,7 @@ from programs import Builder, acc
 
 from neuroncore_sim.config import TRN1
 from neuroncore_sim.errors import CapacityError
-from neuroncore_sim.schedule import RAW, WAR, WAW, build_schedule
+from neuroncore_sim.timing.schedule import RAW, WAR, WAW, build_schedule
 
 ALL = slice(None)
 

@@ -14,8 +14,8 @@ import neuroncore_sim.nki.isa as nisa
 import neuroncore_sim.nki.language as nl
 import neuroncore_sim.nki.typing as nt
 from neuroncore_sim.config import TRN1
-from neuroncore_sim.events import is_dma_row
-from neuroncore_sim.schedule import build_schedule
+from neuroncore_sim.timing.events import is_dma_row
+from neuroncore_sim.timing.schedule import build_schedule
 
 
 @nki.jit
@@ -93,8 +93,8 @@ def test_psum_zeros_that_are_read_keep_their_memset():
 def test_folded_zeros_do_not_make_psum_tiles_live_from_time_zero():
     # A folded memset never runs: the tile's life starts at its first matmul, so the memory
     # summary's PSUM peak stays within the banks the rings give it.
-    from neuroncore_sim.ir import MemSpace
-    from neuroncore_sim.tile_memory import tile_lives
+    from neuroncore_sim.program.ir import MemSpace
+    from neuroncore_sim.timing.memory_use import tile_lives
     res = ncs.simulate(zeroed_accumulators, nt.tensor[[128, 128], nl.bfloat16],
                        nt.tensor[[128, 2048], nl.bfloat16], functional=False)
     psum = [x for x in tile_lives(res.program, res.timing, res.config) if x.space is MemSpace.PSUM]

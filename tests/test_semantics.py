@@ -18,11 +18,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neuroncore_sim import dtypes as D
-from neuroncore_sim import semantics as S
+from neuroncore_sim.values import semantics as S
 from neuroncore_sim.config import TRN1
 from neuroncore_sim.errors import DTypeError, KernelError, ShapeError, UnsupportedError
-from neuroncore_sim.execute import Executor
-from neuroncore_sim.ir import (Access, Affine, Engine, Instruction, MemSpace, Opcode, Predicate,
+from neuroncore_sim.values.execute import Executor
+from neuroncore_sim.program.ir import (Access, Affine, Engine, Instruction, MemSpace, Opcode, Predicate,
                                TensorDecl)
 
 _ids = itertools.count()

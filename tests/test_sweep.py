@@ -1,4 +1,4 @@
-"""Parameter sweeps (neuroncore_sim.sweep): results, routing, errors, resume, parallel runs."""
+"""Parameter sweeps (neuroncore_sim.sweep.run): results, routing, errors, resume, parallel runs."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import pytest
 
 import neuroncore_sim as ncs
 from neuroncore_sim.errors import ConfigError, UnsupportedError
-from neuroncore_sim.kernel_file import UsageError
-from neuroncore_sim.sweep import POINTS_FILE, expand, sweep
-from neuroncore_sim.sweep_point import SweepError, load_target
-from neuroncore_sim.sweep_table import RESULT_COLUMNS
+from neuroncore_sim.sweep.kernel_file import UsageError
+from neuroncore_sim.sweep.run import POINTS_FILE, expand, sweep
+from neuroncore_sim.sweep.point import SweepError, load_target
+from neuroncore_sim.sweep.table import RESULT_COLUMNS
 
 KERNELS = Path(__file__).resolve().parent.parent / "kernels"
 
@@ -398,7 +398,7 @@ def test_cli_sweep_exit_status(tmp_path: Path, scale_file: Path, capsys) -> None
 
 
 def test_cli_param_values_are_parsed() -> None:
-    from neuroncore_sim.sweep_cli import parse_params
+    from neuroncore_sim.sweep.cli import parse_params
 
     assert parse_params(["n=1,2", "x=0.5,1e3", "dtype=bfloat16,float32", "config.dma_engines=8"]
                         ) == {"n": [1, 2], "x": [0.5, 1000.0], "dtype": ["bfloat16", "float32"],
@@ -407,7 +407,8 @@ def test_cli_param_values_are_parsed() -> None:
 
 def test_cli_ctrl_c_says_how_to_resume(tmp_path: Path, scale_file: Path, monkeypatch,
                                        capsys) -> None:
-    from neuroncore_sim import cli, sweep_cli
+    from neuroncore_sim import cli
+    from neuroncore_sim.sweep import cli as sweep_cli
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt

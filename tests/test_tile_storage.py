@@ -11,7 +11,7 @@ import neuroncore_sim.nki as nki
 import neuroncore_sim.nki.isa as nisa
 import neuroncore_sim.nki.language as nl
 from neuroncore_sim.errors import UninitializedReadWarning
-from neuroncore_sim.memory import Memory
+from neuroncore_sim.values.memory import Memory
 
 RNG = np.random.default_rng(5)
 

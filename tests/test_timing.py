@@ -11,12 +11,12 @@ from hypothesis import strategies as st
 from programs import Builder, acc
 
 from neuroncore_sim.config import TRN1
-from neuroncore_sim.cost import roofline_ns
-from neuroncore_sim.events import is_dma_row
-from neuroncore_sim.ir import Program
+from neuroncore_sim.timing.cost import roofline_ns
+from neuroncore_sim.timing.events import is_dma_row
+from neuroncore_sim.program.ir import Program
 from neuroncore_sim.result import EVENT_COLUMNS, SimResult
-from neuroncore_sim.schedule import build_schedule
-from neuroncore_sim.timing import simulate_timing
+from neuroncore_sim.timing.schedule import build_schedule
+from neuroncore_sim.timing.engines import simulate_timing
 
 ALL = slice(None)
 VEC, SCA, TEN = 1.12, 1.4, 2.8  # GHz

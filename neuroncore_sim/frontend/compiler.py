@@ -30,7 +30,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import CapacityError, KernelError
-from ..ir import MemSpace, Placement
+from ..program.ir import MemSpace, Placement
 from . import language as nl
 from . import tracer as _tracer
 

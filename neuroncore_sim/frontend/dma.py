@@ -12,7 +12,7 @@ from typing import Any
 
 from ..dtypes import to_dtype
 from ..errors import KernelError, MemorySpaceError, ShapeError
-from ..ir import Engine, MemSpace, Opcode
+from ..program.ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
 from .indirect import IndirectView, dma_indirect, gather
 from .operands import issue, issue_into

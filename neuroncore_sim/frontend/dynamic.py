@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import dtype_name, to_dtype
-from ..errors import AccessError, DTypeError, KernelError, MemorySpaceError, ShapeError, \
-    UnsupportedError
-from ..ir import Engine, MemSpace, Opcode
+from ..errors import (AccessError, DTypeError, KernelError, MemorySpaceError, ShapeError,
+                      UnsupportedError)
+from ..program.ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
 from .indexing import DynamicIndex
 from .operands import ON_CHIP, engine_arg, mask_box, operand

@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import ops
+from ..program import ops
 from ..dtypes import dtype_name, to_dtype
 from ..errors import DTypeError, KernelError, ShapeError
-from ..ir import Engine, MemSpace, Opcode
+from ..program.ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
 from .operands import issue, issue_into, op_name
 from .tensor import NkiTensor

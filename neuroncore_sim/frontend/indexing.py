@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import AccessError, SimulatorError, UnsupportedError
-from ..ir import Affine, Predicate
+from ..program.ir import Affine, Predicate
 
 
 def _unsupported(message: str, cls: type[SimulatorError] = UnsupportedError) -> SimulatorError:

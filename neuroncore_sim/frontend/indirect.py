@@ -19,9 +19,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..dtypes import dtype_name, is_float
-from ..errors import AccessError, DTypeError, KernelError, MemorySpaceError, ShapeError, \
-    UnsupportedError
-from ..ir import Engine, MemSpace, Opcode
+from ..errors import (AccessError, DTypeError, KernelError, MemorySpaceError, ShapeError,
+                      UnsupportedError)
+from ..program.ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
 from .indexing import IndexExpr
 from .operands import issue, issue_into, operand

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import ops
+from ..program import ops
 from ..dtypes import dtype_name, float32, is_float, promote, to_dtype
 from ..errors import DTypeError, KernelError, MemorySpaceError, ShapeError, UnsupportedError
-from ..ir import Engine, MemSpace, Opcode
+from ..program.ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
 from .indexing import IndexExpr, MaskExpr
 from .operands import fail as _fail, require_tile as _tile

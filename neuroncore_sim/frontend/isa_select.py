@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import ops
+from ..program import ops
 from ..dtypes import dtype_name, is_float, to_dtype
-from ..errors import AccessError, DTypeError, KernelError, MemorySpaceError, ShapeError, \
-    UnsupportedError
-from ..ir import Engine, MemSpace, Opcode
+from ..errors import (AccessError, DTypeError, KernelError, MemorySpaceError, ShapeError,
+                      UnsupportedError)
+from ..program.ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
 from .operands import fail as _fail, require_tile as _tile
 from .operands import issue, issue_into, mask_box, op_name, operand, scalar_value

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..errors import CapacityError, KernelError, ShapeError, UnsupportedError
-from ..ir import Engine, MemSpace, Opcode
+from ..program.ir import Engine, MemSpace, Opcode
 from . import isa as nisa
 from . import tracer as _tracer
 from .dma import dma_move, load, load_transpose2d, store  # noqa: F401  (nl.load etc.)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import LoopDependencyWarning
-from ..ir import Access, Instruction, Opcode, Program
+from ..program.ir import Access, Instruction, Opcode, Program
 
 #: tensor_tensor operators that make an accumulation (associative reductions).
 ASSOCIATIVE = frozenset({"add", "multiply", "maximum", "minimum", "bitwise_and", "bitwise_or",

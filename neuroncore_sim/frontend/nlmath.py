@@ -17,7 +17,7 @@ from typing import Any
 
 from ..dtypes import float32, is_float, promote, promote_scalar, to_dtype
 from ..errors import KernelError, MemorySpaceError, ShapeError, UnsupportedError
-from ..ir import MemSpace
+from ..program.ir import MemSpace
 from . import isa as nisa
 from . import tracer as _tracer
 from .operands import nki_op, shape_arg

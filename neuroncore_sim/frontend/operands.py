@@ -12,9 +12,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import ops
+from ..program import ops
 from ..errors import AccessError, KernelError, MemorySpaceError, ShapeError, UnsupportedError
-from ..ir import Access, Affine, Engine, MemSpace, Opcode, Predicate
+from ..program.ir import Access, Affine, Engine, MemSpace, Opcode, Predicate
 from . import tracer as _tracer
 from .indexing import MaskExpr
 from .tensor import NkiTensor

@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..errors import KernelError, ShapeError
-from ..ir import Engine, MemSpace, Opcode
+from ..program.ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
 from .operands import issue, issue_into, scalar_value, shape_arg
 from .tensor import NkiTensor

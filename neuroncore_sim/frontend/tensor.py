@@ -19,7 +19,7 @@ import numpy as np
 
 from ..dtypes import dtype_name
 from ..errors import AccessError, KernelError, SimulatorError, UnsupportedError
-from ..ir import Access, MemSpace, TensorDecl
+from ..program.ir import Access, MemSpace, TensorDecl
 from . import tracer as _tracer
 from .basic_index import VIEW_CACHE_SIZE, basic_index, view_key, whole_index
 from .indexing import DynamicIndex, IndexExpr, _is_int

@@ -35,8 +35,8 @@ import numpy as np
 
 from ..config import NeuronCoreConfig
 from ..errors import InputWriteWarning, SimulatorError, SimulatorWarning
-from ..ir import Access, Engine, Instruction, MemSpace, Opcode, Placement, Predicate, Program, \
-    SourceLoc, TensorDecl
+from ..program.ir import (Access, Engine, Instruction, MemSpace, Opcode, Placement, Predicate,
+                          Program, SourceLoc, TensorDecl)
 from .loopcheck import loop_carried_reads
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from ..frontend import compiler, isa, language, typing
 from ..simulate import Kernel, simulate
-from ..torch_io import TorchArgs
+from ..frontend.torch_io import TorchArgs
 from .benchmark import benchmark, profile
 
 __all__ = ["jit", "trace", "baremetal", "simulate_kernel", "benchmark", "profile", "language",

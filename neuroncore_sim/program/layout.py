@@ -1,0 +1,106 @@
+"""Storage-layout arithmetic behind the IR's tensors and accesses, and its caches.
+
+:class:`~neuroncore_sim.program.ir.TensorDecl` takes its ``rows`` / ``row_size`` / ``strides`` from
+:func:`layout` and :class:`~neuroncore_sim.program.ir.Access` its bounds and size from :func:`measure`.
+Both remember what they computed: a kernel's loops allocate tiles of the same few shapes and
+access them the same few ways, and the front end builds about one Access per recorded
+instruction (tracing is the critical path of a functional run). The caches only save
+recomputation; ``tests/test_ir_caches.py`` checks they give what the plain computation gives.
+
+Why the hottest IR classes (TensorDecl, Access, Instruction) have hand-written ``__init__``\\ s:
+a frozen dataclass's generated ``__init__`` sets every field through ``object.__setattr__``,
+about twice what the slot's own setter (:func:`slot_setters`) costs. The classes stay frozen
+dataclasses with the same fields; only their construction is faster.
+"""
+
+from __future__ import annotations
+
+import math
+
+#: Bound of the layout and bounds caches (cleared when full: they only save recomputation).
+CACHE_SIZE = 4096
+#: (shape, partition_axis) -> (rows, row_size, strides): tiles of one shape repeat in every loop.
+LAYOUTS: dict[tuple[tuple[int, ...], int], tuple[int, int, tuple[int, ...]]] = {}
+#: (row_size, offset, pattern) -> (row_lo, row_hi, col_lo, col_hi, size, pattern) of an Access:
+#: most accesses repeat the geometry of an earlier one (the same slice of each new tile). The
+#: pattern is the first equal one seen: later accesses share it (fewer live objects).
+BOUNDS: dict[tuple[int, int, tuple[tuple[int, int], ...]], tuple[object, ...]] = {}
+
+
+def slot_setters(cls: type, names: str) -> tuple:
+    """The slot setters of fields ``names`` of a frozen slots dataclass (they bypass its frozen
+    ``__setattr__``; for use in its own ``__init__`` only)."""
+    return tuple(cls.__dict__[n].__set__ for n in names.split())
+
+
+def layout(shape: tuple[int, ...], partition_axis: int) -> tuple[int, int, tuple[int, ...]]:
+    """(rows, row_size, strides) of a tensor of ``shape`` stored partition-major (remembered in
+    :data:`LAYOUTS` for a tuple of plain ints)."""
+    if type(shape) is tuple:
+        found = LAYOUTS.get((shape, partition_axis))
+        if found is not None:
+            return found
+    result = compute_layout(shape, partition_axis)
+    if type(shape) is tuple and all(type(v) is int for v in (*shape, partition_axis)):
+        if len(LAYOUTS) >= CACHE_SIZE:
+            LAYOUTS.clear()
+        LAYOUTS[(shape, partition_axis)] = result
+    return result
+
+
+def compute_layout(shape: tuple[int, ...], partition_axis: int
+                   ) -> tuple[int, int, tuple[int, ...]]:
+    """(rows, row_size, strides) of a tensor of ``shape`` stored partition-major, computed."""
+    rows = shape[partition_axis] if shape else 1
+    row_size = math.prod(shape) // rows if rows else 0
+    # Strides in the partition-major layout: the partition dim steps whole rows; the other
+    # dims keep their C order inside a row.
+    strides = [0] * len(shape)
+    step = 1
+    for d in reversed(range(len(shape))):
+        if d == partition_axis:
+            continue
+        strides[d] = step
+        step *= shape[d]
+    if shape:
+        strides[partition_axis] = row_size
+    return rows, row_size, tuple(strides)
+
+
+def measure(row_size: int, offset: int, pattern: tuple[tuple[int, int], ...]
+            ) -> tuple[object, ...]:
+    """(row_lo, row_hi, col_lo, col_hi, size, pattern) of an access, remembered in
+    :data:`BOUNDS` when the pattern is a tuple of tuples (hashable) and all are plain ints (so a
+    numpy integer never leaks into a later access from the cache)."""
+    found = bounds(row_size, offset, pattern) + (math.prod(n for _, n in pattern), pattern)
+    if (type(pattern) is tuple and all(type(d) is tuple for d in pattern)
+            and all(type(v) is int for v in (*found[:5], offset, *sum(pattern, ())))):
+        if len(BOUNDS) >= CACHE_SIZE:
+            BOUNDS.clear()
+        BOUNDS[(row_size, offset, pattern)] = found
+    return found
+
+
+def bounds(row_size: int, offset: int, pattern: tuple[tuple[int, int], ...]) -> tuple[int, ...]:
+    """Bounding (row_lo, row_hi, col_lo, col_hi) of an access pattern in a row-major tensor."""
+    lo = hi = offset
+    for s, n in pattern:
+        if n == 0:
+            return (0, 0, 0, 0)
+        ext = s * (n - 1)
+        lo, hi = (lo + ext, hi) if ext < 0 else (lo, hi + ext)
+    if row_size <= 0:
+        return (0, 0, 0, 0)
+    row_lo, row_hi = lo // row_size, hi // row_size + 1
+    if row_hi - row_lo == 1:
+        return (row_lo, row_hi, lo % row_size, hi % row_size + 1)
+    # Several rows: split the pattern into dims that step whole rows and dims inside a row.
+    c_lo = c_hi = offset % row_size
+    for s, n in pattern:
+        if s % row_size == 0:
+            continue
+        ext = s * (n - 1)
+        c_lo, c_hi = (c_lo + ext, c_hi) if ext < 0 else (c_lo, c_hi + ext)
+    if c_lo < 0 or c_hi >= row_size:  # a dim wraps across rows: be conservative
+        return (row_lo, row_hi, 0, row_size)
+    return (row_lo, row_hi, c_lo, c_hi + 1)

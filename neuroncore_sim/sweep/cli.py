@@ -1,0 +1,148 @@
+"""``neuroncore-sim sweep``: the command line of :func:`neuroncore_sim.sweep.run.sweep`.
+
+    neuroncore-sim sweep kernels/matmul_blocked.py --param n_block=1,2,4,8 --param N=2048,4096 \\
+        --workers 2 --out out/sweep
+
+prints the ranked table (fastest first, best marked ``*``) and writes ``points.jsonl``,
+``sweep.csv`` and ``sweep.png`` under ``--out``. Exit status: 0 when at least one point ran,
+1 when every point failed (or the sweep could not run), 2 when the command line is wrong, 130
+when interrupted (Ctrl-C; the finished points stay saved).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from .kernel_file import UsageError
+from .run import PLOT_FILE, POINTS_FILE, TABLE_FILE, sweep
+from .table import ENGINES
+
+#: Exit status after Ctrl-C, as shells report a process ended by SIGINT.
+EXIT_INTERRUPTED = 130
+#: Characters of an error message shown in the table (the full text is in sweep.csv).
+_ERROR_WIDTH = 60
+
+
+def at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse ``type=``: an integer >= ``minimum`` (else a usage error, exit status 2)."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            n = minimum - 1
+        if n < minimum:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, found {text!r}")
+        return n
+    return parse
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Register the ``sweep`` subcommand (``common``: the --config/--debug options)."""
+    p = sub.add_parser(
+        "sweep", parents=[common], help="time one kernel over a grid of parameters and rank them",
+        description="Simulate FILE.py's KERNEL at every combination of the --param values "
+                    "(names of example_inputs() parameters, config.<field> hardware fields, or "
+                    "kernel keywords), in parallel, and print the points fastest first. Timing "
+                    "only unless --check is given.")
+    p.add_argument("target", metavar="FILE.py[::KERNEL]",
+                   help="kernel file and kernel name (KERNEL may be left out when the file has "
+                        "one default kernel)")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=V1,V2,...",
+                   help="a parameter and its values (repeatable); numbers are parsed as int or "
+                        "float, anything else is a string")
+    p.add_argument("--check", action="store_true",
+                   help="also compute every point's values and compare them with the file's "
+                        "reference() (slow for large shapes)")
+    p.add_argument("--check-max-elements", type=at_least(0), default=None, metavar="N",
+                   help="check only points whose inputs hold at most N elements in all")
+    p.add_argument("--workers", type=at_least(1), default=None, metavar="N",
+                   help="local worker processes (default: one per CPU; 1 = in this process)")
+    p.add_argument("--executor", choices=("local", "dask"), default="local",
+                   help="where points run: local processes, or a Dask cluster (--scheduler)")
+    p.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="Dask scheduler address for --executor dask, e.g. tcp://10.0.0.5:8786")
+    p.add_argument("--out", metavar="DIR", type=Path, default=None,
+                   help=f"write {POINTS_FILE} (one line per finished point; a second run with "
+                        f"the same DIR resumes), {TABLE_FILE} and {PLOT_FILE} under DIR")
+    p.add_argument("--top", type=at_least(1), default=20, metavar="N",
+                   help="rows of the table to print (default 20)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def parse_params(specs: list[str]) -> dict[str, list[Any]]:
+    """``["n_block=1,2", "dtype=bfloat16"]`` -> ``{"n_block": [1, 2], "dtype": ["bfloat16"]}``."""
+    params: dict[str, list[Any]] = {}
+    for spec in specs:
+        name, sep, values = spec.partition("=")
+        name = name.strip()
+        if not sep or not name or not values.strip():
+            raise UsageError(f"--param: expected NAME=V1,V2,..., found {spec!r}")
+        if name in params:
+            raise UsageError(f"--param {name}: given twice; list all its values in one --param")
+        params[name] = [_value(v.strip()) for v in values.split(",")]
+    if not params:
+        raise UsageError("sweep: expected at least one --param NAME=V1,V2,...")
+    return params
+
+
+def _value(text: str) -> Any:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the sweep the parsed command line describes; print the table; return the status."""
+    from ..cli import EXIT_FAILED, EXIT_OK
+
+    params = parse_params(args.param)
+    if args.check and args.check_max_elements is not None:
+        raise UsageError("give --check or --check-max-elements, not both")
+    check = args.check_max_elements if args.check_max_elements is not None else args.check
+    try:
+        table = sweep(args.target, params, config=args.config or "trn1", check=check,
+                      workers=args.workers, out=args.out, executor=args.executor,
+                      scheduler=args.scheduler, progress=False if args.no_progress else None)
+    except KeyboardInterrupt:
+        saved = (f"; finished points are saved in {args.out}/{POINTS_FILE}: run the same "
+                 "command again to resume" if args.out else "")
+        print(f"neuroncore-sim: sweep interrupted{saved}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    print(format_table(table, list(params), args.top))
+    failed = table[table["error"].notna()]
+    if len(failed):
+        first = failed.iloc[0]
+        print(f"{len(failed)} of {len(table)} point(s) failed; point {first['point']}: "
+              f"{first['error']}")
+    if args.out is not None:
+        print(f"wrote {args.out}/{POINTS_FILE}, {TABLE_FILE} and {PLOT_FILE}")
+    return EXIT_FAILED if len(failed) == len(table) else EXIT_OK
+
+
+def format_table(table: Any, params: list[str], top: int) -> str:
+    """The first ``top`` rows as text: parameters, latency, busy %, DMA use, bottleneck, the
+    result check when there was one, and the error (cut short) of failed points."""
+    shown = table.head(top).copy()
+    shown.insert(0, "", ["*" if b else "" for b in shown["best"]])
+    cols = ["", "point", *params, "latency_us", *(f"{e}_busy_pct" for e in ENGINES),
+            "dma_pct_of_peak", "bottleneck", "instructions"]
+    if shown["match"].notna().any():
+        cols += ["match", "max_abs_err"]
+    if shown["error"].notna().any():
+        shown["error"] = [e if not isinstance(e, str) or len(e) <= _ERROR_WIDTH
+                          else e[:_ERROR_WIDTH - 3] + "..." for e in shown["error"]]
+        cols.append("error")
+    shown = shown[cols].rename(columns={f"{e}_busy_pct": f"{e}%" for e in ENGINES}
+                               | {"dma_pct_of_peak": "dma_bw%"})
+    one_decimal = {c: "{:,.1f}".format for c in shown.columns
+                   if c.endswith("%") or c == "latency_us"}
+    text = shown.to_string(index=False, na_rep="", formatters={
+        **one_decimal, "max_abs_err": "{:.3g}".format})
+    more = f"\n({len(table) - top} more rows; --top N to show them)" if len(table) > top else ""
+    return text + more

@@ -1,0 +1,291 @@
+"""Parameter sweeps: run one kernel over a grid of parameters and rank the points.
+
+    import neuroncore_sim.sweep.run as sw
+    table = sw.sweep("kernels/matmul_blocked.py", {"n_block": [1, 2, 4], "N": [2048, 4096]},
+                     out="out/sweep")          # pandas DataFrame, fastest point first
+
+Each point is simulated by :func:`neuroncore_sim.sweep.point.run_point` (parameter routing and
+the measured columns are documented there and in docs/sweeps.md). Points run in parallel in local
+processes (``workers``), or on a Dask cluster (``executor="dask"``). With ``out=DIR`` every
+finished point is appended to ``DIR/points.jsonl`` at once, so a sweep that is interrupted (or
+whose worker dies) loses nothing: run it again with the same ``out`` and only the missing points
+run. The table never depends on how many workers ran it or in which order points finished.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
+
+from ..config import NeuronCoreConfig, load_config
+from ..errors import UnsupportedError, expected
+from .kernel_file import UsageError
+from .point import SweepError, load_target, remember, run_point
+from .table import INDEX_COLUMNS, RESULT_COLUMNS, rank
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+POINTS_FILE, TABLE_FILE, PLOT_FILE = "points.jsonl", "sweep.csv", "sweep.png"
+EXECUTORS = ("local", "dask")
+_RESERVED = frozenset(RESULT_COLUMNS) | frozenset(INDEX_COLUMNS)
+
+
+def expand(params: dict[str, Any] | Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The sweep's points, in a stable order.
+
+    A dict ``name -> list of values`` gives the cartesian product (the last name varies fastest);
+    a value that is not a list, tuple or range is one fixed value. A list of dicts is taken as
+    the points themselves. Values must be JSON values (numbers, strings, booleans, None, lists).
+    """
+    if isinstance(params, dict):
+        choices = {n: (list(v) if isinstance(v, (list, tuple, range)) else [v])
+                   for n, v in params.items()}
+        empty = [n for n, v in choices.items() if not v]
+        if empty:
+            raise SweepError(expected(f"sweep parameter {empty[0]!r}", "at least one value",
+                                      "an empty list"))
+        points: list[dict[str, Any]] = [{}]
+        for name, values in choices.items():
+            points = [{**p, name: v} for p in points for v in values]
+    else:
+        points = list(params)
+    for p in points:
+        _check_point(p)
+    if not points:
+        raise SweepError(expected("sweep parameters", "at least one point", "none"))
+    return [{n: _plain(v) for n, v in p.items()} for p in points]
+
+
+def _check_point(point: Any) -> None:
+    if not isinstance(point, dict) or not all(isinstance(n, str) for n in point):
+        raise SweepError(expected("sweep point", "a dict of parameter name -> value", point))
+    taken = sorted(set(point) & _RESERVED)
+    if taken:
+        raise SweepError(expected(f"sweep parameter {taken[0]!r}", "a name that is not a column "
+                                  "of the sweep table", "a reserved column name"))
+
+
+def _plain(value: Any) -> Any:
+    """A JSON value: numpy scalars become Python numbers, tuples lists."""
+    if isinstance(value, tuple):
+        value = list(value)
+    if hasattr(value, "item") and not isinstance(value, (str, list)):
+        value = value.item()  # a numpy scalar
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError) as e:
+        raise SweepError(expected("sweep parameter value", "a number, string, boolean, None or "
+                                  "a list of them", repr(value))) from e
+    return json.loads(text) if isinstance(value, list) else value
+
+
+def point_key(kernel: str, config: NeuronCoreConfig, point: dict[str, Any]) -> str:
+    """Identity of a point in ``points.jsonl``: a hash of the canonical JSON of the kernel
+    (file name, kernel name and file contents: ``KernelTarget.identity``), every config field
+    and the point's parameters."""
+    text = json.dumps({"target": kernel, "config": asdict(config), "params": point},
+                      sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def sweep(target: str, params: dict[str, Any] | Iterable[dict[str, Any]], *,
+          config: Any = "trn1", check: bool | int = False, workers: int | None = None,
+          out: str | Path | None = None, executor: str = "local", scheduler: str | None = None,
+          progress: bool | None = None) -> "pd.DataFrame":
+    """Run ``target`` (``"file.py::kernel"`` or ``"file.py"``) at every point of ``params``.
+
+    Args:
+        config: hardware of every point (preset, TOML file or config); ``config.<field>``
+            parameters override fields of it per point.
+        check: False (default): timing only, no numpy work. True: also compute every point's
+            values and compare them with the file's ``reference``. An int: check the points
+            whose inputs hold at most that many elements, time the others only.
+        workers: local processes (default: one per CPU); 1 runs the points in this process.
+        out: folder for ``points.jsonl`` (appended as points finish; resumed from),
+            ``sweep.csv`` and ``sweep.png``.
+        executor: "local" (processes on this machine) or "dask" (a dask.distributed cluster
+            at ``scheduler``, e.g. "tcp://10.0.0.5:8786"; the kernel file's path must exist on
+            the workers).
+        progress: show a progress bar on stderr (default: when stderr is a terminal).
+
+    Returns:
+        One row per point: ``point`` (its index in the grid), the parameters, the measured
+        columns (:data:`~neuroncore_sim.sweep.table.RESULT_COLUMNS`) and ``best`` (True on the
+        fastest point without error), sorted by latency with failed points last.
+    """
+    if executor not in EXECUTORS:
+        raise SweepError(expected("executor", " or ".join(EXECUTORS), repr(executor)))
+    cfg = load_config(config)
+    kt = load_target(target)  # a wrong file or kernel name fails here, not once per point
+    remember(kt)
+    if check is not False and not callable(getattr(kt.module, "reference", None)):
+        raise UsageError(f"{kt.target}: check needs a reference() in the kernel file; "
+                         "found none")
+    grid = expand(params)
+    keys = [point_key(kt.identity, cfg, p) for p in grid]
+    out = Path(out) if out is not None else None
+    results = _read_points(out / POINTS_FILE, set(keys)) if out else {}
+    todo = {k: p for k, p in zip(keys, grid) if k not in results}  # equal points run once
+    # Points sharing their example inputs run next to each other, so workers reuse them.
+    order = sorted(todo, key=lambda k: json.dumps(
+        {n: v for n, v in todo[k].items() if n in kt.input_names}, sort_keys=True))
+    tasks = [(k, todo[k]) for k in order]
+    with _Writer(out, kt.identity, cfg.name) as write, _bar(progress, len(set(keys)),
+                                                           len(set(keys)) - len(tasks)) as bar:
+        for key, row in _execute(tasks, kt.target, cfg, check, workers, executor, scheduler):
+            results[key] = {c: row[c] for c in RESULT_COLUMNS}
+            write(key, todo[key], row)
+            bar.update(1)
+    table = rank(grid, [results[k] for k in keys])
+    if out is not None:
+        from .plot import save_sweep_plot
+
+        table.to_csv(out / TABLE_FILE, index=False)
+        save_sweep_plot(table, out / PLOT_FILE, title=kt.target.rsplit("/", 1)[-1])
+    return table
+
+
+# --- running the points --------------------------------------------------------------------------
+
+Task = tuple[str, dict[str, Any]]
+
+
+def _execute(tasks: list[Task], target: str, cfg: NeuronCoreConfig, check: bool | int,
+             workers: int | None, executor: str, scheduler: str | None
+             ) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(key, row) of every task, in the order they finish."""
+    if executor == "dask":
+        return _on_dask(tasks, target, cfg, check, scheduler)
+    n = (os.cpu_count() or 1) if workers is None else workers
+    if not isinstance(n, int) or n < 1:
+        raise SweepError(expected("workers", "a positive number of processes", repr(workers)))
+    if min(n, len(tasks)) <= 1:
+        return ((key, run_point(target, p, cfg, check)) for key, p in tasks)
+    return _in_processes(tasks, target, cfg, check, min(n, len(tasks)))
+
+
+def _in_processes(tasks: list[Task], target: str, cfg: NeuronCoreConfig, check: bool | int,
+                  n: int) -> Iterator[tuple[str, dict[str, Any]]]:
+    # fork (Linux): a worker starts in milliseconds with numpy, pandas, this package and the
+    # already loaded kernel file in memory, where spawn re-imports all of them (~1 s a worker).
+    # Workers only run run_point on picklable arguments, so nothing else of the parent matters.
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx)
+    lost: list[dict[str, Any]] = []
+    try:
+        futures = {pool.submit(run_point, target, p, cfg, check): (key, p) for key, p in tasks}
+        for fut in as_completed(futures):
+            try:
+                row = fut.result()
+            except BrokenProcessPool:
+                lost.append(futures[fut][1])
+                continue
+            yield futures[fut][0], row
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)  # Ctrl-C: stop now, saved points stay
+        raise
+    pool.shutdown(wait=True)
+    if lost:
+        raise SweepError(_lost_message(lost, "a worker process died (killed, or out of memory)"))
+
+
+def _on_dask(tasks: list[Task], target: str, cfg: NeuronCoreConfig, check: bool | int,
+             scheduler: str | None) -> Iterator[tuple[str, dict[str, Any]]]:
+    try:
+        from distributed import Client, as_completed as dask_completed
+    except ImportError as e:
+        raise UnsupportedError("executor='dask' needs the optional dask.distributed package; "
+                               "install it with: pip install 'neuroncore_sim[dask]'") from e
+    if not scheduler:
+        raise SweepError(expected("executor='dask'", "scheduler=ADDRESS of a running Dask "
+                                  "scheduler (e.g. tcp://10.0.0.5:8786)", "no scheduler"))
+    try:
+        client = Client(scheduler, timeout="20s")
+    except OSError as e:
+        raise SweepError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from e
+    lost: list[dict[str, Any]] = []
+    with client:
+        futures = {client.submit(run_point, target, p, cfg, check, key=f"ncs-sweep-{key}",
+                                 pure=False): (key, p) for key, p in tasks}
+        for fut in dask_completed(futures):
+            try:
+                row = fut.result()
+            except Exception:  # KilledWorker and the like: the cluster lost the point
+                lost.append(futures[fut][1])
+                continue
+            yield futures[fut][0], row
+    if lost:
+        raise SweepError(_lost_message(lost, "the Dask cluster lost the worker running them"))
+
+
+def _lost_message(lost: list[dict[str, Any]], why: str) -> str:
+    return (f"{len(lost)} point(s) did not finish: {why}; first: {lost[0]}. Finished points "
+            "are kept when the sweep has an out folder: run it again with the same out to "
+            "resume, or with workers=1 to see the failing point's error")
+
+
+# --- files, progress and the table ---------------------------------------------------------------
+
+def _read_points(path: Path, wanted: set[str]) -> dict[str, dict[str, Any]]:
+    """Rows already saved for the wanted keys. A line cut short by an interruption is skipped
+    (that point runs again)."""
+    found: dict[str, dict[str, Any]] = {}
+    if not path.is_file():
+        return found
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("key") in wanted:
+            found[record["key"]] = {c: record.get(c) for c in RESULT_COLUMNS}
+    return found
+
+
+class _Writer:
+    """Appends one JSON line per finished point to ``points.jsonl``, flushed to disk at once."""
+
+    def __init__(self, out: Path | None, target: str, config_name: str) -> None:
+        self.out, self.target, self.config_name, self.file = out, target, config_name, None
+
+    def __enter__(self) -> "_Writer":
+        if self.out is not None:
+            self.out.mkdir(parents=True, exist_ok=True)
+            path = self.out / POINTS_FILE
+            cut = path.is_file() and path.stat().st_size > 0 and not path.read_bytes().endswith(
+                b"\n")
+            self.file = path.open("a", encoding="utf-8")
+            if cut:  # the last line was cut short: start a fresh line after it
+                self.file.write("\n")
+        return self
+
+    def __call__(self, key: str, point: dict[str, Any], row: dict[str, Any]) -> None:
+        if self.file is None:
+            return
+        record = {"key": key, "target": self.target, "config": self.config_name,
+                  "params": point, **row}
+        self.file.write(json.dumps(record) + "\n")
+        self.file.flush()
+        os.fsync(self.file.fileno())
+
+    def __exit__(self, *exc: object) -> None:
+        if self.file is not None:
+            self.file.close()
+
+
+def _bar(progress: bool | None, total: int, initial: int) -> Any:
+    from tqdm import tqdm
+
+    show = sys.stderr.isatty() if progress is None else progress
+    return tqdm(total=total, initial=initial, disable=not show, unit="point", desc="sweep",
+                file=sys.stderr, dynamic_ncols=True)

@@ -1,0 +1,229 @@
+"""On-chip memory capacity: the buffer rings the compiler gives each allocation site, from the
+live ranges of the tiles a kernel allocates, and the SBUF / PSUM capacity check.
+
+This is the one place that decides whether a kernel's tiles fit. The timing model
+(:mod:`.schedule`) uses the rings to assign tiles to physical buffers; a functional-only run
+(``simulate(..., timing=False)``, ``nki.simulate_kernel``) calls :func:`check_capacity` so the
+same :class:`~neuroncore_sim.errors.CapacityError` is reported without timing.
+
+The model. The tiles allocated at one source line (``TensorDecl.site``) share a ring of physical
+buffers: ``min(tiles at the site, max(loop_tile_buffers, most tiles of the site live at once))``;
+a tile is live from the first to the last instruction touching it. One ring slot is the site's
+largest row in SBUF (``sbuf_usable_bytes_per_partition``: 192 KiB per partition less what the
+compiler reserves), or ``ceil(row_bytes / bank)`` whole 2 KiB banks in PSUM (8 banks, 16 KiB),
+as in direct allocation. When the rings of a memory exceed its capacity they shrink one buffer at
+a time down to their live maximum, the ring with the most buffers above its live maximum first,
+so every ring keeps double buffering as long as any ring has more (:func:`_fit`); if that is
+still too much, the kernel does not fit: CapacityError naming the largest allocation sites.
+SPMD instances run one after another, so each instance is checked on its own.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+from typing import Iterable
+
+from ..config import NeuronCoreConfig
+from ..errors import CapacityError
+from ..program.ir import Instruction, MemSpace, Program, TensorDecl
+
+
+@dataclass(frozen=True, slots=True)
+class BufferRing:
+    """The physical buffers given to one allocation site.
+
+    Attributes:
+        site: the allocating source line ("file.py:LINE"), or "tensor <name>" without a site.
+        space: SBUF or PSUM.
+        tiles: how many tiles the site allocated.
+        live_max: the most of its tiles live at once.
+        buffers: ring size after any shrinking.
+        slot_bytes: bytes per partition of one buffer (PSUM: whole banks).
+    """
+
+    site: str
+    space: MemSpace
+    tiles: int
+    live_max: int
+    buffers: int
+    slot_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class BufferPlan:
+    """The rings of one SPMD instance and the live ranges they were made from.
+
+    Attributes:
+        rings: one ring per allocation site, in order of the site's first use.
+        site_tiles: per ring (same order), the tensor ids of its tiles in first-use order.
+        first: tensor id -> index (in the instance's instruction list) of its first use.
+        last: tensor id -> index of its last use.
+    """
+
+    rings: tuple[BufferRing, ...]
+    site_tiles: tuple[tuple[int, ...], ...]
+    first: dict[int, int]
+    last: dict[int, int]
+
+
+def check_capacity(program: Program, config: NeuronCoreConfig) -> None:
+    """Check that every SPMD instance's tiles fit in SBUF and PSUM.
+
+    Raises:
+        CapacityError: some instance needs more than the core has, even with every ring at its
+            live maximum (located at the largest allocation site).
+    """
+    by_instance: dict[int, list[Instruction]] = {}
+    for ins in program.instructions:
+        by_instance.setdefault(ins.instance, []).append(ins)
+    for k in sorted(by_instance):
+        plan_buffers(by_instance[k], config)
+
+
+def plan_buffers(instrs: list[Instruction], config: NeuronCoreConfig) -> BufferPlan:
+    """The buffer rings of one instance's instructions (see the module docstring).
+
+    Raises:
+        CapacityError: the rings do not fit even at their live maxima.
+    """
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    decls: dict[int, TensorDecl] = {}
+    placed: dict[int, TensorDecl] = {}
+    hbm = MemSpace.HBM
+    for i, ins in enumerate(instrs):
+        for operands in (ins.srcs, ins.dsts):  # sources first, as Instruction.accesses()
+            for a in operands.values():
+                t = a.tensor
+                if t.space is hbm:
+                    continue
+                tid = t.id
+                if t.placement is not None:  # directly allocated: no ring, its own addresses
+                    placed[tid] = t
+                    continue
+                if tid not in first:
+                    first[tid] = i
+                    decls[tid] = t
+                last[tid] = i
+    sites: dict[tuple[object, ...], list[int]] = {}
+    for tid in first:  # insertion order = order of first use
+        sites.setdefault(_site_key(decls[tid]), []).append(tid)
+    rings = [_ring(tids, decls, first, last, config) for tids in sites.values()]
+    rings = _fit(rings, config, _placed_bytes(placed.values(), config))
+    return BufferPlan(tuple(rings), tuple(tuple(t) for t in sites.values()), first, last)
+
+
+def _site_key(t: TensorDecl) -> tuple[object, ...]:
+    """The tiles of one allocation site (a kernel line) in one memory share a ring."""
+    return (t.space, t.site) if t.site is not None else (t.space, "#", t.id)
+
+
+def _ring(tids: list[int], decls: dict[int, TensorDecl], first: dict[int, int],
+          last: dict[int, int], config: NeuronCoreConfig) -> BufferRing:
+    live: list[int] = []
+    live_max = 0
+    for tid in tids:  # sorted by first use
+        while live and live[0] < first[tid]:
+            heapq.heappop(live)
+        heapq.heappush(live, last[tid])
+        live_max = max(live_max, len(live))
+    t0 = decls[tids[0]]
+    row_bytes = max(decls[t].row_bytes for t in tids)
+    if t0.space is MemSpace.PSUM:
+        slot = math.ceil(row_bytes / config.psum_bank_bytes) * config.psum_bank_bytes
+    else:
+        slot = row_bytes
+    site = str(t0.site) if t0.site is not None else f"tensor {t0.name}"
+    buffers = min(len(tids), max(config.loop_tile_buffers, live_max))
+    return BufferRing(site, t0.space, len(tids), live_max, buffers, slot)
+
+
+def _placed_bytes(placed: Iterable[TensorDecl], config: NeuronCoreConfig) -> dict[MemSpace, int]:
+    """Bytes per partition that directly allocated tiles take from the allocator, per space:
+    the union of their byte ranges (whatever their partitions); in PSUM, whole banks."""
+    spans: dict[MemSpace, set[tuple[int, int]]] = {MemSpace.SBUF: set(), MemSpace.PSUM: set()}
+    bank = config.psum_bank_bytes
+    for t in placed:
+        pl = t.placement
+        assert pl is not None
+        for _, addr in pl.tiles:
+            if t.space is MemSpace.PSUM:
+                spans[t.space].add((addr // bank * bank, (addr // bank + 1) * bank))
+            else:
+                spans[t.space].add((addr, addr + pl.tile_bytes))
+    out = {}
+    for space, ranges in spans.items():
+        total, end = 0, -1
+        for lo, hi in sorted(ranges):
+            if hi > end:
+                total += hi - max(lo, end)
+                end = hi
+        out[space] = total
+    return out
+
+
+def _fit(rings: list[BufferRing], config: NeuronCoreConfig,
+         placed: dict[MemSpace, int]) -> list[BufferRing]:
+    """Shrink rings towards their live maximum until each space fits in what directly allocated
+    tiles leave free, keeping every ring's prefetch depth (buffers above its live maximum) as
+    even as possible; then give buffers back where they still fit (docs/model.md)."""
+    capacity = {MemSpace.SBUF: config.sbuf_usable_bytes_per_partition - placed[MemSpace.SBUF],
+                MemSpace.PSUM: config.psum_bytes_per_partition - placed[MemSpace.PSUM]}
+    rings = list(rings)
+    for space, cap in capacity.items():
+        idx = [k for k, r in enumerate(rings) if r.space is space]
+        wanted = {k: rings[k].buffers for k in idx}
+        total = sum(rings[k].buffers * rings[k].slot_bytes for k in idx)
+        while total > cap:
+            k = _next_to_shrink([(k, rings[k]) for k in idx], total - cap)
+            if k is None:
+                _raise_capacity(space, [rings[k] for k in idx], total, cap, placed[space])
+            rings[k] = _resized(rings[k], -1)
+            total -= rings[k].slot_bytes
+        while True:  # a shrink the later ones made unnecessary is undone
+            room = [k for k in idx if rings[k].buffers < wanted[k]
+                    and total + rings[k].slot_bytes <= cap]
+            if not room:
+                break
+            k = min(room, key=lambda j: (_spare(rings[j]), rings[j].slot_bytes, j))
+            rings[k] = _resized(rings[k], +1)
+            total += rings[k].slot_bytes
+    return rings
+
+
+def _next_to_shrink(rings: list[tuple[int, BufferRing]], over: int) -> int | None:
+    """The ring that loses a buffer next: one with the most spare buffers (its prefetch depth);
+    among those the smallest whose buffer alone covers the ``over`` bytes (the cheapest load to
+    stop prefetching), else the largest (the fewest shrinks). None: nothing left to shrink."""
+    shrinkable = [(k, r) for k, r in rings if r.buffers > r.live_max]
+    if not shrinkable:
+        return None
+    most = max(_spare(r) for _, r in shrinkable)
+    level = [(k, r) for k, r in shrinkable if _spare(r) == most]
+    enough = [(r.slot_bytes, k) for k, r in level if r.slot_bytes >= over]
+    if enough:
+        return min(enough)[1]
+    return max(level, key=lambda kr: (kr[1].slot_bytes, -kr[0]))[0]
+
+
+def _spare(r: BufferRing) -> int:
+    return r.buffers - r.live_max
+
+
+def _resized(r: BufferRing, delta: int) -> BufferRing:
+    return BufferRing(r.site, r.space, r.tiles, r.live_max, r.buffers + delta, r.slot_bytes)
+
+
+def _raise_capacity(space: MemSpace, rings: list[BufferRing], total: int, cap: int,
+                    placed: int) -> None:
+    order = sorted(rings, key=lambda r: -r.buffers * r.slot_bytes)
+    parts = ", ".join(f"{r.site} ({r.buffers} x {r.slot_bytes} B)" for r in order[:6])
+    more = f" and {len(order) - 6} more" if len(order) > 6 else ""
+    if placed:
+        more += f" (directly allocated tiles take another {placed} bytes per partition)"
+    raise CapacityError(
+        f"{space.value.upper()} capacity: tiles live at once need {total} bytes per partition, "
+        f"available {cap}; allocation sites: {parts}{more}",
+        loc=order[0].site if order and ":" in order[0].site else None)

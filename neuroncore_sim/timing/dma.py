@@ -1,0 +1,86 @@
+"""The DMA engines and the HBM pipe: when the transfers of a DMA instruction run.
+
+An analytic reservation model (cheaper than a simpy process per transfer, and deterministic): the
+timing model calls :meth:`DmaEngines.issue` at the simulated time a DMA instruction becomes ready
+(its dependencies met), in simulated-time order. The instruction's transfers
+(:func:`neuroncore_sim.timing.cost.dma_transfers`) start no earlier than ``ready +
+dma_fixed_latency_ns`` (descriptor setup and semaphore-to-start: latency, not engine occupancy,
+so many DMAs overlap it). Each transfer goes to the DMA engine that frees up first (ties: lowest
+index) and occupies it for its ``engine_ns``; an engine runs one transfer at a time. Transfers
+that touch HBM also reserve the shared HBM pipe for ``hbm_bytes / hbm_bytes_per_ns`` in
+reservation order; a transfer ends when both its engine time and its HBM share are done.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+from ..config import NeuronCoreConfig
+from .cost import DmaTransfer, dma_transfers
+from ..program.ir import Instruction
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedTransfer:
+    """A transfer with its engine and times.
+
+    Attributes:
+        engine_index: which DMA engine (0 .. dma_engines-1).
+        start_ns: when the engine started it.
+        end_ns: when its last byte was written.
+        transfer: the transfer's size and cost.
+        engine_wait: True when it started later than the earliest allowed time because every
+            DMA engine was busy.
+    """
+
+    engine_index: int
+    start_ns: float
+    end_ns: float
+    transfer: DmaTransfer
+    engine_wait: bool
+
+
+class DmaEngines:
+    """Busy-until state of the DMA engines and of the HBM pipe during one simulation.
+
+    Args:
+        config: the hardware.
+        start_ns: simulated time at which every engine is free.
+    """
+
+    def __init__(self, config: NeuronCoreConfig, start_ns: float = 0.0) -> None:
+        self._config = config
+        self._free = [(start_ns, e) for e in range(config.dma_engines)]
+        self._hbm_free = start_ns
+        # Transfer plans depend only on the operands' layout: cache them per layout.
+        self._plans: dict[tuple[object, ...], tuple[DmaTransfer, ...]] = {}
+
+    def issue(self, ins: Instruction, ready_ns: float) -> tuple[float, list[PlacedTransfer]]:
+        """Reserve engines for the transfers of ``ins``, ready at ``ready_ns``.
+
+        Returns:
+            (completion time of the whole instruction, its placed transfers in order).
+        """
+        cfg = self._config
+        earliest = ready_ns + cfg.dma_fixed_latency_ns
+        placed = []
+        done = earliest
+        src, dst = ins.srcs["src"], ins.out
+        key = (ins.opcode, src.space, dst.space, src.pattern, dst.pattern,
+               src.dtype.itemsize, dst.dtype.itemsize)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = dma_transfers(ins, cfg)
+        for tr in plan:
+            free_at, e = heapq.heappop(self._free)
+            start = max(earliest, free_at)
+            end = start + tr.engine_ns
+            if tr.hbm_bytes:
+                hbm_start = max(self._hbm_free, start)
+                self._hbm_free = hbm_start + tr.hbm_bytes / cfg.hbm_bytes_per_ns
+                end = max(end, self._hbm_free)
+            heapq.heappush(self._free, (end, e))
+            placed.append(PlacedTransfer(e, start, end, tr, start > earliest))
+            done = max(done, end)
+        return done, placed

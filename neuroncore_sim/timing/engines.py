@@ -1,0 +1,324 @@
+"""The timing model: a discrete-event simulation (simpy) of one kernel launch.
+
+:func:`simulate_timing` turns a recorded :class:`~neuroncore_sim.program.ir.Program` into
+:class:`~neuroncore_sim.timing.events.Event` records and a latency estimate.
+
+* One in-order simpy process per compute engine (tensor, vector, scalar, gpsimd, and sync if
+  used), each at its own clock: an instruction starts when its engine is free, its dependencies
+  are visible and, where needed, its SRAM port is free; it occupies the engine for its
+  :mod:`~neuroncore_sim.timing.cost` formula.
+* DMA instructions are issued dataflow-style: each starts as soon as its dependencies are met
+  (the compiler schedules DMA triggers early; the buffer rings of :mod:`.schedule` are what
+  limit how far ahead loads run), then :class:`~neuroncore_sim.timing.dma.DmaEngines` places its
+  transfers.
+* Visibility of a producer's result to a dependant: its end, plus the producer engine's pipeline
+  latency for RAW/WAW (TensorE ``tensor_pipeline_latency_ns``; others
+  ``engine_pipeline_latency_cycles``), plus ``semaphore_latency_ns`` when the two are on
+  different engines or the producer is a DMA. WAR waits only for the reader's end (+ semaphore).
+  Two instructions of one in-order engine need no semaphore; a RAW between them exposes the
+  pipeline latency, except on TensorE (PSUM accumulation chains are pipelined) and for a VectorE
+  instruction reading the output of the immediately preceding VectorE instruction, which instead
+  pays ``vector_dependent_overhead_cycles`` of extra occupancy (the docs' "static overhead").
+* TensorE runs nc_matmul as LoadStationary (row "tensor_ls") + MultiplyMoving (row "tensor").
+  The LoadStationary of the next matmul runs in the background of the current MultiplyMoving
+  (one background slot: it may start when the previous MultiplyMoving starts) and is skipped
+  when the stationary is already loaded. MultiplyMoving occupies the documented average cost,
+  so a single matmul is busy for exactly the formula and a back-to-back stream issues one
+  matmul per formula (LoadStationary never exceeds it).
+* Port sharing (arch.md 1.4, NC-v2): VectorE and GpSimd cannot use SBUF at once; VectorE and
+  ScalarE cannot use PSUM at once: simpy Resources held for the instruction's duration
+  (acquired in the order SBUF, PSUM, so no deadlock).
+* SPMD instances run one after another; each starts when the previous one has finished.
+* Progress: an optional callback gets the number of instructions finished so far (about 200
+  calls per launch), so an entry point can draw a progress bar without this layer knowing how.
+
+Deterministic: processes and events are created in program order and nothing iterates a set.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Generator
+
+import simpy
+
+from ..config import NeuronCoreConfig
+from .cost import (cycles_to_ns, instruction_cycles, kernel_work, matmul_stage_cycles,
+                   pipeline_latency_ns)
+from .dma import DmaEngines
+from .events import (LOAD_STATIONARY, MULTIPLY_MOVING, TENSOR_LS_ROW, Event, TimingResult,
+                     DMA_ROW_PREFIX, dma_row, is_dma_row)
+from ..program.ir import Engine, Instruction, MemSpace, Opcode, Program
+from .schedule import DMA_QUEUE, RAW, WAR, InstanceSchedule, build_schedule
+
+_ENGINE_ORDER = ("tensor", "vector", "scalar", "gpsimd", "sync")
+_SBUF_SHARERS = (Engine.VECTOR, Engine.GPSIMD)
+_PSUM_SHARERS = (Engine.VECTOR, Engine.SCALAR)
+
+Edge = tuple[int, float]  # (producer id, extra latency after its end)
+#: About this many progress callbacks per launch (each one is a Python call into the caller).
+_PROGRESS_CALLS = 200
+
+
+def simulate_timing(program: Program, config: NeuronCoreConfig,
+                    progress: Callable[[int], None] | None = None) -> TimingResult:
+    """Simulate the timing of ``program`` on ``config``.
+
+    Args:
+        progress: called with the number of instructions finished so far, every
+            ``len(program.instructions) / 200`` instructions and once at the end.
+
+    Returns:
+        A :class:`~neuroncore_sim.timing.events.TimingResult`: every event ordered by start time,
+        the latency (end of the last event), busy time per row and completion per instruction.
+
+    Raises:
+        CapacityError: the program's tiles do not fit in SBUF/PSUM (from the scheduler).
+    """
+    schedule = build_schedule(program, config)
+    events: list[Event] = []
+    ends: dict[int, float] = {}
+    t0 = 0.0
+    tick = _Ticker(progress, len(program.instructions))
+    for inst in schedule.instances:
+        t0 = _InstanceRun(inst, config, t0, events, ends, tick).run()
+    tick.done()
+    ranks: dict[str, tuple[int, int, str]] = {}
+    for e in events:
+        if e.engine not in ranks:
+            ranks[e.engine] = _row_rank(e.engine)
+    events.sort(key=lambda e: (e.start_ns, ranks[e.engine], e.instr_id, e.end_ns))
+    busy: dict[str, float] = {}
+    for e in events:
+        busy[e.engine] = busy.get(e.engine, 0.0) + (e.end_ns - e.start_ns)
+    latency = max((e.end_ns for e in events), default=0.0)
+    return TimingResult(events=tuple(events), latency_ns=latency, busy_ns=busy,
+                        instruction_end_ns=ends, work=kernel_work(program, config))
+
+
+class _Ticker:
+    """Counts finished instructions and reports every ``total / _PROGRESS_CALLS`` of them."""
+
+    def __init__(self, callback: Callable[[int], None] | None, total: int) -> None:
+        self.callback, self.count = callback, 0
+        self.step = max(1, total // _PROGRESS_CALLS)
+
+    def __call__(self) -> None:
+        self.count += 1
+        if self.callback is not None and self.count % self.step == 0:
+            self.callback(self.count)
+
+    def done(self) -> None:
+        if self.callback is not None and self.count % self.step != 0:
+            self.callback(self.count)
+
+
+def _row_rank(row: str) -> tuple[int, int, str]:
+    """Display order of rows: compute engines, tensor_ls, then dma0..dma15 numerically."""
+    if row in _ENGINE_ORDER:
+        return (0, _ENGINE_ORDER.index(row), row)
+    if is_dma_row(row):
+        return (2, int(row[len(DMA_ROW_PREFIX):]), row)
+    return (1, 0, row)
+
+
+def _nbytes(ins: Instruction) -> int:
+    return sum(a.nbytes for a, _ in ins.accesses())
+
+
+class _InstanceRun:
+    """One simpy run of one SPMD instance, starting at ``t0``."""
+
+    def __init__(self, inst: InstanceSchedule, config: NeuronCoreConfig, t0: float,
+                 events: list[Event], ends: dict[int, float], tick: _Ticker) -> None:
+        self.inst, self.cfg, self.events, self.tick = inst, config, events, tick
+        self.env = simpy.Environment(initial_time=t0)
+        self.by_id = {ins.id: ins for ins in inst.instructions}
+        self.queue_of = {iid: q for q, ids in inst.queues.items() for iid in ids}
+        self.end = ends  # instruction id -> end (the instance's own entries are added)
+        self.waiters: dict[int, simpy.Event] = {}
+        self.sbuf_port = simpy.Resource(self.env, capacity=1)
+        self.psum_port = simpy.Resource(self.env, capacity=1)
+        self.dma = DmaEngines(config, t0)
+        self.overhead: dict[int, float] = {}
+        self.sources: dict[object, str] = {}  # SourceLoc -> "file.py:LINE" (str() is slow)
+        self._last_source: tuple[object, str] = (None, "")  # the last (loc, source) looked up
+        self._pipe: dict[str, float] = {}  # queue name -> pipeline_latency_ns of its engine
+        self.edges = {iid: self._edges(iid) for iid in self.by_id}
+
+    # --- setup ------------------------------------------------------------------------------
+
+    def _edges(self, iid: int) -> list[Edge]:
+        """Dependencies of ``iid`` with the latency each adds after its producer's end."""
+        cfg, q = self.cfg, self.queue_of[iid]
+        out = []
+        for p, kind in self.inst.deps.get(iid, ()):
+            qp = self.queue_of[p]
+            if qp == DMA_QUEUE:
+                extra = cfg.semaphore_latency_ns
+            elif qp == q:  # same in-order engine: only RAW edges remain
+                extra = 0.0 if q == "tensor" else self._pipeline_ns(q)
+            elif kind == WAR:
+                extra = cfg.semaphore_latency_ns
+            else:
+                extra = self._pipeline_ns(qp) + cfg.semaphore_latency_ns
+            out.append((p, extra))
+        return out
+
+    def _pipeline_ns(self, queue: str) -> float:
+        """``pipeline_latency_ns`` of a compute queue's engine (computed once per queue)."""
+        ns = self._pipe.get(queue)
+        if ns is None:
+            ns = self._pipe[queue] = pipeline_latency_ns(Engine(queue), self.cfg)
+        return ns
+
+    def _mark_dependent_vector(self, ids: tuple[int, ...]) -> None:
+        """A VectorE instruction RAW-dependent on the one just before it pays the static
+        overhead as occupancy instead of the pipeline latency."""
+        for prev, iid in zip(ids, ids[1:]):
+            if (prev, RAW) in self.inst.deps.get(iid, ()):
+                self.overhead[iid] = cycles_to_ns(
+                    Engine.VECTOR, self.cfg.vector_dependent_overhead_cycles, self.cfg)
+                self.edges[iid] = [(p, 0.0 if p == prev else x) for p, x in self.edges[iid]]
+
+    def run(self) -> float:
+        """Run the instance; return the time its last instruction ends."""
+        for name in _ENGINE_ORDER:
+            ids = self.inst.queues.get(name)
+            if not ids:
+                continue
+            if name == "vector":
+                self._mark_dependent_vector(ids)
+            proc = self._tensor(ids) if name == "tensor" else self._compute(Engine(name), ids)
+            self.env.process(proc)
+        for iid in self.inst.queues.get(DMA_QUEUE, ()):
+            self.env.process(self._dma(iid))
+        self.env.run()
+        ends = [self.end[iid] for iid in self.by_id]
+        return max(ends, default=self.env.now)
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    def _finish(self, iid: int, end: float) -> None:
+        self.end[iid] = end
+        self.tick()
+        waiter = self.waiters.pop(iid, None)
+        if waiter is not None:
+            waiter.succeed()
+
+    def _wait(self, edges: list[Edge]) -> Generator[simpy.Event, object, str]:
+        """Wait until every producer in ``edges`` is visible. Returns the producer that
+        delayed the caller ("vector#12"), or "" if none did."""
+        env = self.env
+        entry = ready = env.now
+        why = ""
+        for p, extra in edges:
+            while p not in self.end:
+                ev = self.waiters.get(p)
+                if ev is None:
+                    ev = self.waiters[p] = env.event()
+                yield ev
+            t = self.end[p] + extra
+            if t > ready:
+                ready, why = t, f"{self.queue_of[p]}#{p}"
+        if ready > env.now:
+            yield env.timeout(ready - env.now)
+        return why if ready > entry else ""
+
+    def _record(self, ins: Instruction, engine: str, opcode: str, start: float, end: float,
+                nbytes: int, why: str) -> None:
+        last_loc, source = self._last_source
+        if ins.loc is not last_loc:  # (DMA transfers of one instruction come in a row)
+            source = self.sources.get(ins.loc)
+            if source is None:
+                source = self.sources[ins.loc] = str(ins.loc) if ins.loc is not None else ""
+            self._last_source = (ins.loc, source)
+        self.events.append(Event(ins.id, engine, opcode, start, end, nbytes, why, source,
+                                 ins.instance))
+
+    # --- engine processes -------------------------------------------------------------------
+
+    def _ports(self, ins: Instruction) -> list[tuple[simpy.Resource, str]]:
+        spaces = {a.space for a, _ in ins.accesses()}
+        ports = []
+        if ins.engine in _SBUF_SHARERS and MemSpace.SBUF in spaces:
+            ports.append((self.sbuf_port, "port:sbuf"))
+        if ins.engine in _PSUM_SHARERS and MemSpace.PSUM in spaces:
+            ports.append((self.psum_port, "port:psum"))
+        return ports
+
+    def _compute(self, engine: Engine, ids: tuple[int, ...]) -> Generator:
+        """In-order process of VectorE, ScalarE, GpSimd or Sync."""
+        env = self.env
+        for iid in ids:
+            ins = self.by_id[iid]
+            why = yield from self._wait(self.edges[iid])
+            # Ask for every port at once (queued in program order at this instant).
+            held = [(port, port.request(), name) for port, name in self._ports(ins)]
+            busy_ports = [name for _, req, name in held if not req.triggered]
+            if busy_ports:
+                yield env.all_of([req for _, req, _ in held])
+                why = busy_ports[0]
+            dur = cycles_to_ns(engine, instruction_cycles(ins, self.cfg), self.cfg)
+            dur += self.overhead.get(iid, 0.0)
+            start = env.now
+            self._finish(iid, start + dur)
+            self._record(ins, engine.value, ins.opcode.value, start, start + dur,
+                         _nbytes(ins), why)
+            yield env.timeout(dur)
+            for port, req, _ in held:
+                port.release(req)
+
+    def _tensor(self, ids: tuple[int, ...]) -> Generator:
+        """In-order TensorE process with the background LoadStationary stage."""
+        env, cfg = self.env, self.cfg
+        mm_free = ls_free = mm_prev_start = env.now
+        for iid in ids:
+            ins = self.by_id[iid]
+            if ins.opcode is not Opcode.NC_MATMUL:
+                free_at = max(mm_free, ls_free)
+                why = yield from self._wait(self.edges[iid])
+                start = max(env.now, free_at)
+                if start > env.now:
+                    yield env.timeout(start - env.now)
+                dur = cycles_to_ns(Engine.TENSOR, instruction_cycles(ins, cfg), cfg)
+                self._finish(iid, start + dur)
+                self._record(ins, "tensor", ins.opcode.value, start, start + dur,
+                             _nbytes(ins), why if start > free_at else "")
+                mm_free = ls_free = start + dur
+                mm_prev_start = start
+                continue
+            ls_cycles, mm_cycles = matmul_stage_cycles(ins, cfg)
+            ls_end = 0.0
+            if iid not in self.inst.ls_skip:
+                st_producers = set(self.inst.ls_deps.get(iid, ()))
+                ls_edges = [e for e in self.edges[iid] if e[0] in st_producers]
+                why = yield from self._wait(ls_edges)
+                ls_start = max(env.now, ls_free, mm_prev_start)
+                ls_end = ls_start + cycles_to_ns(Engine.TENSOR, ls_cycles, cfg)
+                self._record(ins, TENSOR_LS_ROW, LOAD_STATIONARY, ls_start, ls_end,
+                             ins.srcs["stationary"].nbytes,
+                             why if ls_start > max(ls_free, mm_prev_start) else "")
+                ls_free = ls_end
+            why = yield from self._wait(self.edges[iid])
+            free_at = max(ls_end, mm_free)
+            start = max(env.now, free_at)
+            if start > env.now:
+                yield env.timeout(start - env.now)
+            if start <= free_at:
+                why = LOAD_STATIONARY if ls_end > mm_free else ""
+            end = start + cycles_to_ns(Engine.TENSOR, mm_cycles, cfg)
+            self._finish(iid, end)
+            self._record(ins, "tensor", MULTIPLY_MOVING, start, end,
+                         ins.srcs["moving"].nbytes + ins.out.nbytes, why)
+            mm_prev_start, mm_free = start, end
+
+    def _dma(self, iid: int) -> Generator:
+        """One DMA instruction: wait for its dependencies, then place its transfers."""
+        ins = self.by_id[iid]
+        why = yield from self._wait(self.edges[iid])
+        done, placed = self.dma.issue(ins, self.env.now)
+        self._finish(iid, done)
+        opcode = ins.opcode.value
+        for pt in placed:
+            self._record(ins, dma_row(pt.engine_index), opcode, pt.start_ns,
+                         pt.end_ns, pt.transfer.nbytes, "dma_engine" if pt.engine_wait else why)

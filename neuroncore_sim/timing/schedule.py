@@ -1,0 +1,303 @@
+"""From a recorded Program to what the timing model runs: per-engine in-order queues and the
+dependency edges between instructions.
+
+Hazards. Two accesses conflict when they touch overlapping regions of one tensor
+(``Access.overlaps``: intersecting row and column bounds, not whole tensors): a read after a
+write (RAW), a write after a write (WAW) or a write after a read (WAR) gives an edge from the
+earlier instruction to the later one. An ``nc_matmul`` with ``accumulate=True`` also reads its
+output. Edges between two instructions of one in-order compute engine are kept only for RAW (the
+timing model exposes the pipeline latency there); WAR/WAW on one engine are implied by its
+order. To stay fast, each tensor keeps only its *live* accesses: a write drops the earlier reads
+and writes its bounds fully cover (every later conflict with them also conflicts with the
+covering write, which is ordered after them).
+
+Buffer reuse. The tiles of one allocation site share a ring of physical buffers, sized (and
+checked against SBUF / PSUM capacity) by :mod:`.capacity`. A tile gets the least recently freed
+slot of its ring; its first instruction then waits (WAW/WAR) for the live accesses of the slot's
+previous occupant. This is what lets the load of iteration i+1 overlap the compute of iteration
+i, and what serialises a kernel with too little memory.
+
+SPMD instances run one after another with a full barrier between them (the docs: instances
+execute serially on one NeuronCore), so each instance is scheduled on its own.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+from .capacity import BufferRing, plan_buffers
+from ..config import NeuronCoreConfig
+from ..program.ir import Access, Engine, Instruction, MemSpace, Opcode, Program
+from .psum_zeros import folded_psum_zeros
+
+RAW, WAW, WAR = 0, 1, 2
+#: Edge kind names, indexed by the kind code.
+KIND_NAMES = ("RAW", "WAW", "WAR")
+#: Queue name of the DMA instructions (issued dataflow-style, not in order).
+DMA_QUEUE = "dma"
+_DMA_OPCODES = (Opcode.DMA_COPY, Opcode.DMA_TRANSPOSE)
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceSchedule:
+    """What the timing model needs to run one SPMD instance.
+
+    Attributes:
+        instance: the instance index.
+        instructions: its instructions, in program order.
+        queues: engine name -> instruction ids in issue order ("dma": DMA instructions).
+        deps: instruction id -> ((producer id, kind), ...) sorted by producer id; kind is
+            RAW, WAW or WAR.
+        ls_deps: nc_matmul id -> producers its stationary operand reads from (RAW); its
+            LoadStationary stage waits only for these.
+        ls_skip: nc_matmul ids whose stationary is already in the array (same region as the
+            previous TensorE matmul, not written since): no LoadStationary.
+        rings: the buffer rings of the allocation sites.
+    """
+
+    instance: int
+    instructions: tuple[Instruction, ...]
+    queues: dict[str, tuple[int, ...]]
+    deps: dict[int, tuple[tuple[int, int], ...]]
+    ls_deps: dict[int, tuple[int, ...]]
+    ls_skip: frozenset[int]
+    rings: tuple[BufferRing, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """The schedule of a whole launch: one :class:`InstanceSchedule` per instance, in order."""
+
+    instances: tuple[InstanceSchedule, ...]
+
+
+def queue_name(ins: Instruction) -> str:
+    """The queue an instruction goes to: its engine name, or "dma" for DMA opcodes."""
+    return DMA_QUEUE if ins.opcode in _DMA_OPCODES else ins.engine.value
+
+
+def build_schedule(program: Program, config: NeuronCoreConfig) -> Schedule:
+    """Queues, dependency edges and buffer rings of every instance of ``program``.
+
+    Raises:
+        CapacityError: the tiles of some instance do not fit in SBUF or PSUM even with every
+            ring at its live maximum.
+    """
+    by_instance: dict[int, list[Instruction]] = {}
+    for ins in program.instructions:
+        by_instance.setdefault(ins.instance, []).append(ins)
+    return Schedule(tuple(_schedule_instance(k, by_instance[k], config)
+                          for k in sorted(by_instance)))
+
+
+def _schedule_instance(instance: int, instrs: list[Instruction],
+                       config: NeuronCoreConfig) -> InstanceSchedule:
+    folded = folded_psum_zeros(instrs)  # PSUM zeros the compiler folds into matmuls
+    if folded:
+        instrs = [ins for ins in instrs if ins.id not in folded]
+    rings, prev_occupant, first_use = _assign_buffers(instrs, config)
+    queues: dict[str, list[int]] = {}
+    for ins in instrs:
+        queues.setdefault(queue_name(ins), []).append(ins.id)
+    deps, ls_deps, ls_skip = _hazards(instrs, prev_occupant, first_use)
+    return InstanceSchedule(instance, tuple(instrs), {k: tuple(v) for k, v in queues.items()},
+                            deps, ls_deps, frozenset(ls_skip), rings)
+
+
+# --- buffer rings ---------------------------------------------------------------------------------
+
+def _assign_buffers(instrs: list[Instruction], config: NeuronCoreConfig
+                    ) -> tuple[tuple[BufferRing, ...], dict[int, int], dict[int, list[int]]]:
+    """Rings per site (:func:`.capacity.plan_buffers`), the previous occupant of each tile's
+    slot (tensor id -> tensor id) and, per instruction index, the tiles it touches first."""
+    plan = plan_buffers(instrs, config)
+    prev: dict[int, int] = {}
+    for ring, tids in zip(plan.rings, plan.site_tiles):
+        prev.update(_slots(tids, plan.first, plan.last, ring.buffers))
+    first_use: dict[int, list[int]] = {}
+    for tid in prev:
+        first_use.setdefault(plan.first[tid], []).append(tid)
+    return plan.rings, prev, first_use
+
+
+def _slots(tids: tuple[int, ...], first: dict[int, int], last: dict[int, int],
+           buffers: int) -> dict[int, int]:
+    """Give each tile (in first-use order) the least recently freed slot; return
+    tile -> previous occupant of its slot."""
+    free = [(-1, s) for s in range(buffers)]  # (last use of the previous occupant, slot)
+    active: list[tuple[int, int]] = []
+    occupant: dict[int, int] = {}
+    prev: dict[int, int] = {}
+    for tid in tids:
+        while active and active[0][0] < first[tid]:
+            heapq.heappush(free, heapq.heappop(active))
+        _, slot = heapq.heappop(free)
+        if slot in occupant:
+            prev[tid] = occupant[slot]
+        occupant[slot] = tid
+        heapq.heappush(active, (last[tid], slot))
+    return prev
+
+
+# --- hazards --------------------------------------------------------------------------------------
+
+def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
+             first_use: dict[int, list[int]]
+             ) -> tuple[dict[int, tuple[tuple[int, int], ...]], dict[int, tuple[int, ...]],
+                        list[int]]:
+    # Live accesses per (tensor id, row bucket): lists of (row_lo, row_hi, col_lo, col_hi, id).
+    writes: dict[tuple[int, int], list[tuple[int, int, int, int, int]]] = {}
+    reads: dict[tuple[int, int], list[tuple[int, int, int, int, int]]] = {}
+    n_buckets: dict[int, int] = {}
+    version: dict[int, int] = {}
+    queue_of: dict[int, str] = {}
+    deps: dict[int, tuple[tuple[int, int], ...]] = {}
+    ls_deps: dict[int, tuple[int, ...]] = {}
+    ls_skip: list[int] = []
+    last_stationary: tuple[object, ...] | None = None
+    live = _LiveAccesses(writes, reads, n_buckets)
+    #: tile id -> the accesses of its slot's previous occupant (dependency kind per instruction)
+    slot_waits: dict[int, dict[int, int]] = {}
+    placed_writes = 0
+    for i, ins in enumerate(instrs):
+        me, q = ins.id, queue_name(ins)
+        queue_of[me] = q
+        found: dict[int, int] = {}
+        for tid in first_use.get(i, ()):  # the tile's slot was used by an earlier tile
+            old = prev_occupant[tid]
+            waits: dict[int, int] = {}
+            for b in range(n_buckets.get(old, 0)):
+                for *_, j in writes.pop((old, b), ()):
+                    waits[j] = min(waits.get(j, WAW), WAW)
+                for *_, j in reads.pop((old, b), ()):
+                    waits[j] = min(waits.get(j, WAR), WAR)
+            slot_waits[tid] = waits
+        # Every access of a tile in a reused slot waits for the slot's previous occupant, not
+        # only the first: a tile filled by several DMAs (dataflow, unordered) would otherwise
+        # overwrite the old tile while it is still being read.
+        for a, _ in ins.accesses():
+            waits = slot_waits.get(a.tensor.id)
+            if waits:
+                for j, k in waits.items():
+                    found[j] = min(found.get(j, k), k)
+        stationary: list[int] = []
+        for role, a in ins.srcs.items():
+            hits = live.read(a, me, found)
+            if role == "stationary" and ins.opcode is Opcode.NC_MATMUL:
+                stationary = hits
+        if ins.opcode is Opcode.NC_MATMUL and ins.attrs.get("accumulate"):
+            live.read(ins.out, me, found)
+        for a in ins.dsts.values():
+            live.write(a, me, found)
+            version[a.tensor.id] = version.get(a.tensor.id, 0) + 1
+            if a.tensor.placement is not None:  # may overwrite another placed tile's memory
+                placed_writes += 1
+        if q != DMA_QUEUE:  # same in-order engine: only RAW needs an edge
+            found = {j: k for j, k in found.items() if k == RAW or queue_of[j] != q}
+        if found:
+            deps[me] = tuple(sorted(found.items()))
+        if ins.opcode is Opcode.NC_MATMUL:
+            st = ins.srcs["stationary"]
+            key = (st.tensor.id, st.offset, st.pattern, version.get(st.tensor.id, 0),
+                   placed_writes if st.tensor.placement is not None else 0)
+            if key == last_stationary:
+                ls_skip.append(me)
+            last_stationary = key
+            ls_deps[me] = tuple(sorted(set(stationary)))
+        elif ins.engine is Engine.TENSOR and q != DMA_QUEUE:
+            last_stationary = None  # a TensorE transpose replaces the array's contents
+    return deps, ls_deps, ls_skip
+
+
+#: Tensors with more rows than this index their live accesses by blocks of BUCKET_ROWS rows
+#: (an HBM output written tile by tile would otherwise be scanned whole at every write).
+_BUCKET_ABOVE_ROWS = 512
+_BUCKET_ROWS = 128
+
+
+#: Pseudo tensor ids of the physical SBUF and PSUM, where the accesses of directly allocated
+#: tiles are tracked (rows are partitions, one bucket; columns are byte addresses).
+_PHYSICAL = {MemSpace.SBUF: -1, MemSpace.PSUM: -2}
+
+Region = tuple[int, int, int, int, int, int]  # (tensor id, rows, row_lo, row_hi, col_lo, col_hi)
+
+
+def regions(a: Access) -> list[Region]:
+    """The regions whose overlaps are hazards: the access's bounds in its tensor, or, for a
+    directly allocated tile (``TensorDecl.placement``), the physical partitions and byte
+    ranges of every logical tile it touches, so tiles placed on the same memory alias."""
+    t = a.tensor
+    pl = t.placement
+    if pl is None:
+        return [(t.id, t.rows, a.row_lo, a.row_hi, a.col_lo, a.col_hi)]
+    per_tile = t.row_size // len(pl.tiles)  # elements of one logical tile per partition
+    isz = t.itemsize
+    out = []
+    if a.col_hi <= a.col_lo:
+        return out
+    for b in range(a.col_lo // per_tile, (a.col_hi - 1) // per_tile + 1):
+        start, addr = pl.tiles[b]
+        lo = max(a.col_lo - b * per_tile, 0)
+        hi = min(a.col_hi - b * per_tile, per_tile)
+        out.append((_PHYSICAL[t.space], _BUCKET_ABOVE_ROWS, start + a.row_lo,
+                    start + a.row_hi, addr + lo * isz, addr + hi * isz))
+    return out
+
+
+class _LiveAccesses:
+    """The live reads and writes of every tensor, indexed by (tensor id, row bucket)."""
+
+    def __init__(self, writes: dict, reads: dict, n_buckets: dict[int, int]) -> None:
+        self.writes, self.reads, self.n_buckets = writes, reads, n_buckets
+
+    def _buckets(self, tid: int, rows: int, r_lo: int, r_hi: int) -> range:
+        size = _BUCKET_ROWS if rows > _BUCKET_ABOVE_ROWS else max(1, rows)
+        if tid not in self.n_buckets:
+            self.n_buckets[tid] = -(-max(1, rows) // size)
+        return range(r_lo // size, (r_hi - 1) // size + 1)
+
+    def read(self, a: Access, me: int, found: dict[int, int]) -> list[int]:
+        """Record a read; RAW edges from the overlapping live writes. Returns their
+        producers."""
+        hits: list[int] = []
+        for region in regions(a):
+            self._read(region, me, found, hits)
+        return hits
+
+    def write(self, a: Access, me: int, found: dict[int, int]) -> None:
+        """Record a write; WAW/WAR edges from the overlapping live accesses, then drop the
+        live accesses it covers."""
+        for region in regions(a):
+            self._write(region, me, found)
+
+    def _read(self, region: Region, me: int, found: dict[int, int], hits: list[int]) -> None:
+        tid, rows, r_lo, r_hi, c_lo, c_hi = region
+        entry = (r_lo, r_hi, c_lo, c_hi, me)
+        for b in self._buckets(tid, rows, r_lo, r_hi):
+            for w_rlo, w_rhi, w_clo, w_chi, j in self.writes.get((tid, b), ()):
+                if w_rlo < r_hi and r_lo < w_rhi and w_clo < c_hi and c_lo < w_chi and j != me:
+                    found[j] = RAW
+                    hits.append(j)
+            self.reads.setdefault((tid, b), []).append(entry)
+
+    def _write(self, region: Region, me: int, found: dict[int, int]) -> None:
+        tid, rows, r_lo, r_hi, c_lo, c_hi = region
+        entry = (r_lo, r_hi, c_lo, c_hi, me)
+        for b in self._buckets(tid, rows, r_lo, r_hi):
+            key = (tid, b)
+            for kind, table in ((WAW, self.writes), (WAR, self.reads)):
+                live = table.get(key)
+                if not live:
+                    continue
+                keep = []
+                for old in live:
+                    e_rlo, e_rhi, e_clo, e_chi, j = old
+                    if (j != me and e_rlo < r_hi and r_lo < e_rhi and e_clo < c_hi
+                            and c_lo < e_chi and (j not in found or found[j] > kind)):
+                        found[j] = kind
+                    if not (r_lo <= e_rlo and e_rhi <= r_hi and c_lo <= e_clo
+                            and e_chi <= c_hi):
+                        keep.append(old)
+                table[key] = keep
+            self.writes.setdefault(key, []).append(entry)
