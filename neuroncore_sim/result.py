@@ -14,7 +14,7 @@ from .timing import analysis, memory_use
 from .config import NeuronCoreConfig
 from .errors import UnsupportedError
 from .timing.events import COMPUTE_ROWS, TENSOR_LS_ROW, TimingResult, is_dma_row
-from .program.ir import Opcode, Program
+from .program.ir import DMA_OPCODES, Program
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 #: Columns of :attr:`SimResult.events`, in order.
 EVENT_COLUMNS = ("instr_id", "engine", "opcode", "start_ns", "end_ns", "duration_ns", "nbytes",
                  "waited_on", "source", "instance")
-_DMA_OPCODES = (Opcode.DMA_COPY, Opcode.DMA_TRANSPOSE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +87,7 @@ class SimResult:
         pct = {row: (100.0 * v / latency if latency > 0 else 0.0) for row, v in busy.items()}
         counts: dict[str, int] = {}
         for ins in self.program.instructions:
-            row = "dma" if ins.opcode in _DMA_OPCODES else ins.engine.value
+            row = "dma" if ins.opcode in DMA_OPCODES else ins.engine.value
             counts[row] = counts.get(row, 0) + 1
         use = analysis.utilisation(t, cfg, pct["dma"])
         stalls = analysis.top_stalls(self.program, t)

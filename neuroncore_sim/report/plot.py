@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..timing import memory_use
-from ..timing.events import Event, is_dma_row
+from ..timing.events import MAIN_ENGINES, Event, is_dma_row
 from ..program.ir import MemSpace
 from ..result import SimResult
 
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 LANES = ("tensor", "tensor_ls", "vector", "scalar", "gpsimd", "sync")
 #: Rows counted as "compute engines" in the utilisation panel. tensor_ls is left out: it runs
 #: in the background of the tensor row, so counting both would count TensorE twice.
-UTIL_COMPUTE_ROWS = ("tensor", "vector", "scalar", "gpsimd")
 _FIG_WIDTH_IN = 12.0
 _DPI = 100
 _UTIL_BINS = 400
@@ -100,7 +99,7 @@ def busy_fraction(events: list[Event], rows: set[str], n_engines: int, edges: np
 
 def _lanes(events: list[Event]) -> tuple[list[str], list[str]]:
     rows = {e.engine for e in events}
-    compute = [r for r in LANES if r in rows or r in UTIL_COMPUTE_ROWS]
+    compute = [r for r in LANES if r in rows or r in MAIN_ENGINES]
     compute += sorted(r for r in rows if r not in LANES and not is_dma_row(r))
     dma = sorted((r for r in rows if is_dma_row(r)), key=lambda r: int(r[3:]))
     return compute, dma
@@ -182,12 +181,12 @@ def _patch(colour: Any, label: str) -> Any:
 def _draw_utilisation(ax: "Axes", events: list[Event], latency_ns: float, n_dma: int) -> None:
     edges = np.linspace(0.0, max(latency_ns, 1.0), _UTIL_BINS + 1)
     mid_us = (edges[:-1] + edges[1:]) / 2 / 1000
-    comp = busy_fraction(events, set(UTIL_COMPUTE_ROWS), len(UTIL_COMPUTE_ROWS), edges)
+    comp = busy_fraction(events, set(MAIN_ENGINES), len(MAIN_ENGINES), edges)
     dma_rows = {r for r in {e.engine for e in events} if is_dma_row(r)}
     dma = busy_fraction(events, dma_rows, n_dma, edges)
     ax.fill_between(mid_us, comp, step="mid", alpha=0.35, color="tab:blue")
     ax.step(mid_us, comp, where="mid", color="tab:blue", linewidth=0.8,
-            label=f"compute engines ({len(UTIL_COMPUTE_ROWS)})")
+            label=f"compute engines ({len(MAIN_ENGINES)})")
     ax.step(mid_us, dma, where="mid", color="tab:orange", linewidth=0.8,
             label=f"DMA engines ({n_dma})")
     ax.set_ylim(0, 1.05)

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..timing import analysis, memory_use
-from ..timing.events import TENSOR_LS_ROW, is_dma_row
+from ..timing.events import MAIN_ENGINES, TENSOR_LS_ROW, is_dma_row
 from ..program.ir import MemSpace
 from ..result import SimResult
 
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 #: Engine rows always listed by :func:`engine_table`, even when idle (users ask "why is X idle").
-MAIN_ENGINES = ("tensor", "vector", "scalar", "gpsimd")
 
 
 def _busy_percent(busy_ns: float, latency_ns: float) -> float:

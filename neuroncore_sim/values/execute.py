@@ -16,7 +16,7 @@ import numpy as np
 
 from .checks import ValueChecks
 from ..config import NeuronCoreConfig
-from ..dtypes import cast, dtype_name, is_float
+from ..dtypes import cast, dtype_name, float32, is_float
 from ..errors import KernelError, ShapeError, SimulatorError, UnsupportedError, expected
 from .fast.gemm_jobs import GemmRunner
 from .fast.hbm_origin import HbmOrigins
@@ -32,7 +32,6 @@ _REDUCES = frozenset({"reduce", "reset_reduce"})
 _ACTIVATIONS = frozenset({Opcode.ACTIVATION, Opcode.ACTIVATION_REDUCE})
 #: Opcodes that use their engine's accumulator registers (kept in order when held back).
 _REGISTER_OPS = _ACTIVATIONS | {Opcode.SELECT_REDUCE}
-_F32 = np.dtype(np.float32)
 
 
 def reduce_cmd_name(value: object) -> str:
@@ -315,7 +314,7 @@ class Executor:
             value = value.reshape(dst.shape)  # e.g. flattened free axes, [1, F] vs [F]
         tf32 = acc.tensor in self._tf32
         if rmw:
-            if where is None and dst.dtype == value.dtype == _F32 and not tf32:
+            if where is None and dst.dtype == value.dtype == float32 and not tf32:
                 np.add(dst, value, out=dst)  # accumulate in place, no temporaries
                 return
             value = accumulate(dst, value)
@@ -336,7 +335,7 @@ class Executor:
         when the general path must run it now (masked or non-fp32 output, or operand shapes the
         general path should report)."""
         acc = ins.dsts["out"]
-        if ins.mask is not None or acc.dtype != _F32 or acc.tensor in self._tf32:
+        if ins.mask is not None or acc.dtype != float32 or acc.tensor in self._tf32:
             return False
         s, m = ins.srcs["stationary"], ins.srcs["moving"]
         k = s.partitions

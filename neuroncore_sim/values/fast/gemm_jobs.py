@@ -41,8 +41,8 @@ from typing import Iterator
 import numpy as np
 
 from ...program.ir import TensorDecl
+from ...dtypes import float32
 
-_F32 = np.dtype(np.float32)
 #: Below this many output rows (or columns) a GEMM is not split: the parts would be too small
 #: for BLAS to run efficiently.
 MIN_PART = 64
@@ -153,7 +153,7 @@ class GemmJob:
         self.targets = targets
         self.reads = reads
         self.writes = writes
-        self.result = np.empty((stationary.shape[1], moving.shape[1]), _F32)
+        self.result = np.empty((stationary.shape[1], moving.shape[1]), float32)
         self._parts: list[Future] = []
 
     def start(self, pool: ThreadPoolExecutor | None, ways: int) -> None:
