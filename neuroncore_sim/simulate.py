@@ -32,8 +32,10 @@ import numpy as np
 from .timing.capacity import check_capacity
 from .config import NeuronCoreConfig, load_config
 from .dtypes import to_dtype
-from .errors import KernelError, SimulatorError, SimulatorWarning, UnsupportedError
+from .errors import (ConfigError, KernelError, SimulatorError, SimulatorWarning,
+                     UnsupportedError, expected)
 from .values.execute import Executor
+from .values.fast.executor import FastExecutor
 from .values.fast.pipeline import PipelinedExecutor
 from .frontend import tracer as _tracer
 from .frontend.tensor import NkiTensor
@@ -187,7 +189,8 @@ def _def_loc(fn: Callable[..., Any]) -> str | None:
     return f"{code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno}" if code else None
 
 
-def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None, functional: bool = True,
+def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
+          functional: bool | str = True,
           on_record: Callable[[int], None] | None = None, **kwargs: Any) -> Launch:
     """Run a kernel once per SPMD instance, recording its Program and computing its outputs.
 
@@ -195,9 +198,13 @@ def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None, functiona
         kernel: a plain function or an ``nki.jit`` kernel.
         grid: the SPMD grid (``()`` for one instance).
         config: preset name, TOML path or NeuronCoreConfig.
-        functional: compute values (False: record only, no numpy work).
+        functional: compute values (False: record only, no numpy work; "reference": with the
+            reference executor, the spec run one instruction at a time in this thread).
         on_record: progress hook, called with the count of recorded instructions.
     """
+    if not (isinstance(functional, bool) or functional == "reference"):
+        raise ConfigError(expected("functional", 'True, False or "reference"',
+                                   repr(functional)))
     fn = getattr(kernel, "func", kernel)
     torch_args = TorchArgs(args, kwargs)  # torch tensors -> numpy views of their memory
     args, kwargs = torch_args.args, torch_args.kwargs
@@ -207,10 +214,12 @@ def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None, functiona
     with contextlib.ExitStack() as stack:
         # Values are computed by a worker thread while the kernel goes on tracing (pipeline.py),
         # their GEMMs by a thread pool with BLAS single-threaded (gemm_jobs.py).
-        executor = None
-        if functional:
+        executor: PipelinedExecutor | Executor | None = None
+        if functional == "reference":
+            executor = Executor(cfg)
+        elif functional:
             threads = stack.enter_context(single_threaded_blas())
-            executor = PipelinedExecutor(Executor(cfg, gemm_threads=threads))
+            executor = PipelinedExecutor(FastExecutor(cfg, gemm_threads=threads))
             stack.callback(executor.close)
         outputs, found = _run_launch(fn, args, kwargs, grid, cfg, program, executor, on_record)
     for w in found:
@@ -219,7 +228,7 @@ def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None, functiona
 
 
 def _run_launch(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[int, ...],
-                cfg: NeuronCoreConfig, program: Program, executor: PipelinedExecutor | None,
+                cfg: NeuronCoreConfig, program: Program, executor: PipelinedExecutor | Executor | None,
                 on_record: Callable[[int], None] | None
                 ) -> tuple[tuple[Any, ...], list[SimulatorWarning]]:
     """Trace (and with ``executor``, compute) one launch: its outputs and warnings."""
@@ -241,7 +250,7 @@ def _run_launch(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[i
     return outputs, tr.warnings + (executor.checks.warnings if executor is not None else [])
 
 
-def _raise_first(executor: PipelinedExecutor | None, error: Exception) -> None:
+def _raise_first(executor: PipelinedExecutor | Executor | None, error: Exception) -> None:
     """The kernel raised ``error``: raise instead the error of an instruction recorded before it
     that had already failed in the values worker, if any (the first error in program order is
     the one a user sees, as if values were computed in line); give a simulator error without a
@@ -253,7 +262,7 @@ def _raise_first(executor: PipelinedExecutor | None, error: Exception) -> None:
         _tracer.locate_in_kernel(error)
 
 
-def _collect(tr: _tracer.Tracer, executor: PipelinedExecutor | None, returned: Any,
+def _collect(tr: _tracer.Tracer, executor: PipelinedExecutor | Executor | None, returned: Any,
              user_arrays: dict[int, np.ndarray], def_loc: str | None) -> tuple[Any, ...]:
     """Outputs: the returned tensors' values; written argument arrays are updated in place.
     ``def_loc`` (the kernel's ``def`` line) locates a bad return value."""
@@ -293,7 +302,7 @@ def _collect(tr: _tracer.Tracer, executor: PipelinedExecutor | None, returned: A
 
 
 def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
-             functional: bool = True, timing: bool = True,
+             functional: bool | str = True, timing: bool = True,
              progress: bool | ProgressFactory = False, **kwargs: Any) -> SimResult:
     """Run a kernel launch: its values (unless ``functional=False``) and its estimated timing.
 
@@ -302,7 +311,9 @@ def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
         *args, **kwargs: the kernel's arguments; numpy arrays become HBM inputs.
         grid: SPMD launch grid, e.g. ``(2, 2)``.
         config: "trn1" (default), "inf2", a TOML file path or a NeuronCoreConfig.
-        functional: compute output values with the hardware's dtype behaviour.
+        functional: compute output values with the hardware's dtype behaviour; "reference"
+            computes them with the reference executor (the spec alone, one instruction at a
+            time: slower; to check a result of the fast path).
         timing: run the timing model.
         progress: True shows progress bars for tracing and timing (tqdm on stderr); or a
             :data:`ProgressFactory` drawing them some other way. Off by default.

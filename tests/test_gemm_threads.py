@@ -20,7 +20,7 @@ from exec_helpers import BF16, F32, ins, rect, tile
 from neuroncore_sim.values.fast import pipeline
 from neuroncore_sim.config import TRN1
 from neuroncore_sim.errors import ShapeError, UninitializedReadWarning
-from neuroncore_sim.values.execute import Executor
+from neuroncore_sim.values.fast.executor import FastExecutor as Executor
 from neuroncore_sim.values.fast.gemm_jobs import ADD, SET, GemmJob, GemmRunner, _edges, single_threaded_blas
 from neuroncore_sim.program.ir import Engine, MemSpace, Opcode
 from neuroncore_sim.values.fast.pipeline import PipelinedExecutor
