@@ -33,7 +33,7 @@ from .timing.capacity import check_capacity
 from .config import NeuronCoreConfig, load_config
 from .dtypes import to_dtype
 from .errors import (ConfigError, KernelError, SimulatorError, SimulatorWarning,
-                     UnsupportedError, expected)
+                     UnsupportedError, caller_loc, expected)
 from .values.execute import Executor
 from .values.fast.executor import FastExecutor
 from .values.fast.pipeline import PipelinedExecutor
@@ -202,9 +202,12 @@ def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
             reference executor, the spec run one instruction at a time in this thread).
         on_record: progress hook, called with the count of recorded instructions.
     """
+    if not callable(getattr(kernel, "func", kernel)):
+        raise KernelError(expected("kernel", "an NKI kernel (a function, or an nki.jit kernel)",
+                                   f"{type(kernel).__name__} {kernel!r}"), loc=caller_loc())
     if not (isinstance(functional, bool) or functional == "reference"):
         raise ConfigError(expected("functional", 'True, False or "reference"',
-                                   repr(functional)))
+                                   repr(functional)), loc=caller_loc())
     fn = getattr(kernel, "func", kernel)
     torch_args = TorchArgs(args, kwargs)  # torch tensors -> numpy views of their memory
     args, kwargs = torch_args.args, torch_args.kwargs
