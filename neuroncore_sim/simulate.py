@@ -307,6 +307,10 @@ def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
         progress: True shows progress bars for tracing and timing (tqdm on stderr); or a
             :data:`ProgressFactory` drawing them some other way. Off by default.
 
+    Inside :func:`record_launches` (``neuroncore-sim run``) the launch is always timed, and the
+    block's config, timing-only choice and progress bars apply where the call leaves them at
+    their defaults.
+
     Returns:
         SimResult with ``outputs``, ``latency_ns``, ``events`` and ``summary()``.
 
@@ -314,6 +318,31 @@ def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
         SimulatorError: a subclass naming the kernel line for a broken rule, including
             ``CapacityError`` when the tiles do not fit, with or without ``timing``.
     """
+    return simulate_launch(kernel, args, kwargs, grid=grid, config=config, functional=functional,
+                           timing=timing, progress=progress, entry=SIMULATE_ENTRY)
+
+
+#: ``SimResult.entry`` of launches made by :func:`simulate` itself.
+SIMULATE_ENTRY = "neuroncore_sim.simulate"
+
+
+def simulate_launch(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *,
+                    entry: str, grid: Any = (), config: Any = None, functional: bool = True,
+                    timing: bool = True, progress: bool | ProgressFactory = False) -> SimResult:
+    """:func:`simulate` for every entry point: ``entry`` names the one the user called
+    (``"nki.simulate_kernel"``, ``"nki.jit"``, ...), kept on the result for reports and for the
+    message of a timing request on an untimed launch.
+
+    Inside :func:`record_launches` every launch is timed and collected, whichever entry point
+    made it: ``timing=False`` (the fast values-only default of ``nki.simulate_kernel`` and
+    kernel calls) is overridden there, because the block exists to time the launches.
+    """
+    session = _SESSION.get()
+    if session is not None:
+        timing = True
+        config = session.config if config is None else config
+        functional = functional and session.functional
+        progress = progress or session.progress
     cfg = load_config(config)
     bars = _progress_factory(progress)
     name = getattr(kernel, "__name__", "kernel")
@@ -330,8 +359,8 @@ def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
                                     bar.update if bar is not None else None)
     if not timing:
         check_capacity(launch.program, cfg)  # the timing model checks it while scheduling
-    result = SimResult(program=launch.program, outputs=launch.outputs, config=cfg, timing=times)
-    session = _SESSION.get()
+    result = SimResult(program=launch.program, outputs=launch.outputs, config=cfg, timing=times,
+                       entry=entry, kernel_loc=_def_loc(getattr(kernel, "func", kernel)))
     if session is not None:
         session.results.append(result)
     return result
@@ -363,10 +392,16 @@ _SESSION: ContextVar[LaunchRecorder | None] = ContextVar("neuroncore_sim_session
 @contextlib.contextmanager
 def record_launches(config: Any = None, functional: bool = True,
                     progress: bool | ProgressFactory = False) -> Iterator[LaunchRecorder]:
-    """Inside this block every ``nki.jit`` kernel call is also timed and its result collected.
+    """Inside this block every kernel launch is timed and its result collected, whichever entry
+    point made it (``nki.jit`` / ``nki.trace`` / ``nki.baremetal`` kernel calls, ``kernel[grid]``,
+    ``nki.simulate_kernel``, ``nki.benchmark``, ``nki.profile``, :func:`simulate`).
+
+    The block is bound to the current thread (a ``ContextVar``): launches made by other threads
+    or processes are not collected.
 
     Args:
-        config: hardware config for those launches (default trn1).
+        config: hardware config for those launches (default trn1); a :func:`simulate` call
+            that names its own ``config`` keeps it.
         functional: False runs them timing-only (outputs are None).
         progress: progress bars for each launch, as in :func:`simulate`.
     """
@@ -401,14 +436,11 @@ class Kernel:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _tracer.active_or_none() is not None:
             return self.func(*args, **kwargs)  # a sub-kernel: inline it
-        session = _SESSION.get()
         targs = TorchArgs(args, kwargs)  # torch arguments give torch results
-        if session is None:
-            res = simulate(self, *targs.args, grid=self.grid, timing=False, **targs.kwargs)
-        else:
-            res = simulate(self, *targs.args, grid=self.grid, config=session.config,
-                           functional=session.functional, progress=session.progress,
-                           **targs.kwargs)
+        # Values only (fast), as the SDK's simulator; timed inside record_launches.
+        entry = "nki.baremetal" if self.options.get("mode") == "baremetal" else "nki.jit"
+        res = simulate_launch(self, targs.args, targs.kwargs, grid=self.grid, timing=False,
+                              entry=entry)
         return targs.results(_unwrap(res.outputs))
 
     def __repr__(self) -> str:
