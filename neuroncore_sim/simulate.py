@@ -25,6 +25,7 @@ import itertools
 import warnings
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
@@ -213,9 +214,26 @@ def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None, functiona
             executor = PipelinedExecutor(Executor(cfg, gemm_threads=threads))
             stack.callback(executor.close)
         outputs, found = _run_launch(fn, args, kwargs, grid, cfg, program, executor, on_record)
+    level = _user_stacklevel()
     for w in found:
-        warnings.warn(w, stacklevel=3)
+        warnings.warn(w, stacklevel=level)
     return Launch(program, outputs, [str(w) for w in found])
+
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning issued by the caller of this function point at
+    the first frame outside this package: the user's line that launched the kernel, however
+    many entry points (``nki.simulate_kernel``, a kernel call, :func:`simulate`) lie between."""
+    frame = inspect.currentframe()
+    frame = frame.f_back if frame is not None else None  # the caller: stacklevel 1
+    level = 1
+    while frame is not None and frame.f_back is not None and \
+            Path(frame.f_code.co_filename).resolve().is_relative_to(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _run_launch(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[int, ...],

@@ -296,3 +296,24 @@ def test_script_without_launches_says_which_calls_would_have_been_timed(tmp_path
     assert ("no kernel launches recorded: plain.py ran to its end without launching a kernel"
             in text)
     assert "nki.simulate_kernel" in text and "nki.jit" in text
+
+
+# --- warnings point at the user's launching line, whichever entry point ---------------------
+
+def _reads_garbage(t):
+    out = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
+    junk = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.sbuf)  # never written
+    nl.store(out, value=nl.add(nl.load(t), junk))
+    return out
+
+
+@pytest.mark.parametrize("launch", [
+    lambda a, d: ncs.simulate(_reads_garbage, a),
+    lambda a, d: nki.simulate_kernel(_reads_garbage, a),
+    lambda a, d: nki.jit(_reads_garbage)(a),
+    lambda a, d: nki.profile(working_directory=str(d))(_reads_garbage)(a)],
+    ids=["simulate", "simulate_kernel", "jit", "profile"])
+def test_kernel_warnings_are_attributed_to_the_launching_line(tmp_path, launch):
+    with pytest.warns(UserWarning) as warned:
+        launch(np.ones((128, 16), np.float32), tmp_path)
+    assert {Path(w.filename).name for w in warned} == {"test_run_command.py"}
