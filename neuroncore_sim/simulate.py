@@ -22,6 +22,7 @@ import contextlib
 import gc
 import inspect
 import itertools
+import threading
 import warnings
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -355,7 +356,7 @@ def simulate_launch(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], 
     made it: ``timing=False`` (the fast values-only default of ``nki.simulate_kernel`` and
     kernel calls) is overridden there, because the block exists to time the launches.
     """
-    session = _SESSION.get()
+    session = _session()
     if session is not None:
         timing = True
         config = session.config if config is None else config
@@ -405,6 +406,20 @@ class LaunchRecorder:
 
 
 _SESSION: ContextVar[LaunchRecorder | None] = ContextVar("neuroncore_sim_session", default=None)
+#: Every open record_launches block of the process, innermost last: threads the user's code
+#: starts inside a block do not inherit its context, yet their launches belong to it.
+_OPEN: list[LaunchRecorder] = []
+_OPEN_LOCK = threading.Lock()
+
+
+def _session() -> LaunchRecorder | None:
+    """The record_launches block a launch made now belongs to: this context's own, else the
+    innermost one open in the process (a launch from a thread the block's code started)."""
+    own = _SESSION.get()
+    if own is not None:
+        return own
+    with _OPEN_LOCK:
+        return _OPEN[-1] if _OPEN else None
 
 
 @contextlib.contextmanager
@@ -414,8 +429,9 @@ def record_launches(config: Any = None, functional: bool = True,
     point made it (``nki.jit`` / ``nki.trace`` / ``nki.baremetal`` kernel calls, ``kernel[grid]``,
     ``nki.simulate_kernel``, ``nki.benchmark``, ``nki.profile``, :func:`simulate`).
 
-    The block is bound to the current thread (a ``ContextVar``): launches made by other threads
-    or processes are not collected.
+    Launches from threads started inside the block are collected too (by the innermost block
+    open in the process when the launching thread has none of its own); launches in other
+    processes are not.
 
     Args:
         config: hardware config for those launches (default trn1); a :func:`simulate` call
@@ -425,10 +441,14 @@ def record_launches(config: Any = None, functional: bool = True,
     """
     recorder = LaunchRecorder(load_config(config), functional, progress)
     token = _SESSION.set(recorder)
+    with _OPEN_LOCK:
+        _OPEN.append(recorder)
     try:
         yield recorder
     finally:
         _SESSION.reset(token)
+        with _OPEN_LOCK:
+            _OPEN.remove(recorder)
 
 
 class Kernel:

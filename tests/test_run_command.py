@@ -128,6 +128,19 @@ def test_every_entry_point_is_timed_under_run(tmp_path, capsys, call, entry):
     assert latency > 0
 
 
+def test_launches_from_the_scripts_threads_are_timed(tmp_path, capsys):
+    script = _script(tmp_path, """
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(2) as pool:
+            ys = list(pool.map(lambda a: nki.simulate_kernel(double, a), [x, x + 1]))
+        assert np.array_equal(ys[1], 2 * (x + 1))
+        """)
+    assert cli.main(["run", "--no-progress", str(script)]) == 0
+    latencies = _latencies(capsys.readouterr().out)
+    assert len(latencies) == 2 and min(latencies) > 0
+
+
 def test_simulate_kernel_launches_follow_config_and_timing_only(tmp_path, capsys):
     script = _script(tmp_path, "y = nki.simulate_kernel(double, x)\nprint('returned', y)\n")
     assert cli.main(["run", "--no-progress", "--config", "inf2", "--timing-only",
