@@ -8,7 +8,9 @@ Three subcommands::
 
 ``--out DIR`` writes, per launch, ``summary.json``, ``summary.txt``, ``events.csv``,
 ``timeline.png`` and ``trace.json`` (open in https://ui.perfetto.dev). Exit status: 0 success,
-1 the kernel (or the script) failed, 2 the command line was wrong.
+1 the kernel (or the script) failed, 2 the command line was wrong; ``run`` passes on the
+status a script gives ``sys.exit``. Options of ``run`` go before the script name: the words
+after it are the script's.
 """
 
 from __future__ import annotations
