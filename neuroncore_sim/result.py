@@ -33,18 +33,34 @@ class SimResult:
         outputs: the kernel's output arrays (empty for a timing-only run).
         config: the hardware it was timed on.
         timing: the timing model's result, or None when timing was not run.
+        entry: the entry point that made the launch ("neuroncore_sim.simulate", "nki.jit",
+            "nki.baremetal", "nki.simulate_kernel", "nki.benchmark", "nki.profile").
+        kernel_loc: the kernel's ``def`` line ("file.py:LINE"), when known.
     """
 
     program: Program
     outputs: tuple[Any, ...]
     config: NeuronCoreConfig
     timing: TimingResult | None
+    entry: str = "neuroncore_sim.simulate"
+    kernel_loc: str | None = None
 
     def _timing(self) -> TimingResult:
         if self.timing is None:
-            raise UnsupportedError("this launch was simulated with timing=False; "
-                                   "expected a timing result, found none")
+            raise UnsupportedError(self._untimed_message(), self.kernel_loc)
         return self.timing
+
+    def _untimed_message(self) -> str:
+        """Why this launch has no timing, and how to get it."""
+        if self.entry == "neuroncore_sim.simulate":
+            how = "was simulated with neuroncore_sim.simulate(..., timing=False)"
+        else:
+            how = (f"was launched through {self.entry}, which computes values only "
+                   "(timing=False) to stay fast outside `neuroncore-sim run`")
+        return (f"kernel {self.program.name}: this launch {how}; expected a timing result, "
+                "found none. To time it, call neuroncore_sim.simulate(kernel, *args) (timing=True is the default), "
+                "or run the script with `neuroncore-sim run SCRIPT.py`, which times every "
+                "launch")
 
     @property
     def latency_ns(self) -> float:

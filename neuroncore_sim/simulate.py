@@ -22,9 +22,11 @@ import contextlib
 import gc
 import inspect
 import itertools
+import threading
 import warnings
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
@@ -225,9 +227,26 @@ def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
             executor = PipelinedExecutor(FastExecutor(cfg, gemm_threads=threads))
             stack.callback(executor.close)
         outputs, found = _run_launch(fn, args, kwargs, grid, cfg, program, executor, on_record)
+    level = _user_stacklevel()
     for w in found:
-        warnings.warn(w, stacklevel=3)
+        warnings.warn(w, stacklevel=level)
     return Launch(program, outputs, [str(w) for w in found])
+
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning issued by the caller of this function point at
+    the first frame outside this package: the user's line that launched the kernel, however
+    many entry points (``nki.simulate_kernel``, a kernel call, :func:`simulate`) lie between."""
+    frame = inspect.currentframe()
+    frame = frame.f_back if frame is not None else None  # the caller: stacklevel 1
+    level = 1
+    while frame is not None and frame.f_back is not None and \
+            Path(frame.f_code.co_filename).resolve().is_relative_to(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _run_launch(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[int, ...],
@@ -321,6 +340,10 @@ def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
         progress: True shows progress bars for tracing and timing (tqdm on stderr); or a
             :data:`ProgressFactory` drawing them some other way. Off by default.
 
+    Inside :func:`record_launches` (``neuroncore-sim run``) the launch is always timed, and the
+    block's config, timing-only choice and progress bars apply where the call leaves them at
+    their defaults.
+
     Returns:
         SimResult with ``outputs``, ``latency_ns``, ``events`` and ``summary()``.
 
@@ -328,6 +351,31 @@ def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
         SimulatorError: a subclass naming the kernel line for a broken rule, including
             ``CapacityError`` when the tiles do not fit, with or without ``timing``.
     """
+    return simulate_launch(kernel, args, kwargs, grid=grid, config=config, functional=functional,
+                           timing=timing, progress=progress, entry=SIMULATE_ENTRY)
+
+
+#: ``SimResult.entry`` of launches made by :func:`simulate` itself.
+SIMULATE_ENTRY = "neuroncore_sim.simulate"
+
+
+def simulate_launch(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *,
+                    entry: str, grid: Any = (), config: Any = None, functional: bool = True,
+                    timing: bool = True, progress: bool | ProgressFactory = False) -> SimResult:
+    """:func:`simulate` for every entry point: ``entry`` names the one the user called
+    (``"nki.simulate_kernel"``, ``"nki.jit"``, ...), kept on the result for reports and for the
+    message of a timing request on an untimed launch.
+
+    Inside :func:`record_launches` every launch is timed and collected, whichever entry point
+    made it: ``timing=False`` (the fast values-only default of ``nki.simulate_kernel`` and
+    kernel calls) is overridden there, because the block exists to time the launches.
+    """
+    session = _session()
+    if session is not None:
+        timing = True
+        config = session.config if config is None else config
+        functional = functional and session.functional
+        progress = progress or session.progress
     cfg = load_config(config)
     bars = _progress_factory(progress)
     name = getattr(kernel, "__name__", "kernel")
@@ -344,8 +392,8 @@ def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
                                     bar.update if bar is not None else None)
     if not timing:
         check_capacity(launch.program, cfg)  # the timing model checks it while scheduling
-    result = SimResult(program=launch.program, outputs=launch.outputs, config=cfg, timing=times)
-    session = _SESSION.get()
+    result = SimResult(program=launch.program, outputs=launch.outputs, config=cfg, timing=times,
+                       entry=entry, kernel_loc=_def_loc(getattr(kernel, "func", kernel)))
     if session is not None:
         session.results.append(result)
     return result
@@ -372,24 +420,49 @@ class LaunchRecorder:
 
 
 _SESSION: ContextVar[LaunchRecorder | None] = ContextVar("neuroncore_sim_session", default=None)
+#: Every open record_launches block of the process, innermost last: threads the user's code
+#: starts inside a block do not inherit its context, yet their launches belong to it.
+_OPEN: list[LaunchRecorder] = []
+_OPEN_LOCK = threading.Lock()
+
+
+def _session() -> LaunchRecorder | None:
+    """The record_launches block a launch made now belongs to: this context's own, else the
+    innermost one open in the process (a launch from a thread the block's code started)."""
+    own = _SESSION.get()
+    if own is not None:
+        return own
+    with _OPEN_LOCK:
+        return _OPEN[-1] if _OPEN else None
 
 
 @contextlib.contextmanager
 def record_launches(config: Any = None, functional: bool = True,
                     progress: bool | ProgressFactory = False) -> Iterator[LaunchRecorder]:
-    """Inside this block every ``nki.jit`` kernel call is also timed and its result collected.
+    """Inside this block every kernel launch is timed and its result collected, whichever entry
+    point made it (``nki.jit`` / ``nki.trace`` / ``nki.baremetal`` kernel calls, ``kernel[grid]``,
+    ``nki.simulate_kernel``, ``nki.benchmark``, ``nki.profile``, :func:`simulate`).
+
+    Launches from threads started inside the block are collected too (by the innermost block
+    open in the process when the launching thread has none of its own); launches in other
+    processes are not.
 
     Args:
-        config: hardware config for those launches (default trn1).
+        config: hardware config for those launches (default trn1); a :func:`simulate` call
+            that names its own ``config`` keeps it.
         functional: False runs them timing-only (outputs are None).
         progress: progress bars for each launch, as in :func:`simulate`.
     """
     recorder = LaunchRecorder(load_config(config), functional, progress)
     token = _SESSION.set(recorder)
+    with _OPEN_LOCK:
+        _OPEN.append(recorder)
     try:
         yield recorder
     finally:
         _SESSION.reset(token)
+        with _OPEN_LOCK:
+            _OPEN.remove(recorder)
 
 
 class Kernel:
@@ -415,14 +488,11 @@ class Kernel:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _tracer.active_or_none() is not None:
             return self.func(*args, **kwargs)  # a sub-kernel: inline it
-        session = _SESSION.get()
         targs = TorchArgs(args, kwargs)  # torch arguments give torch results
-        if session is None:
-            res = simulate(self, *targs.args, grid=self.grid, timing=False, **targs.kwargs)
-        else:
-            res = simulate(self, *targs.args, grid=self.grid, config=session.config,
-                           functional=session.functional, progress=session.progress,
-                           **targs.kwargs)
+        # Values only (fast), as the SDK's simulator; timed inside record_launches.
+        entry = "nki.baremetal" if self.options.get("mode") == "baremetal" else "nki.jit"
+        res = simulate_launch(self, targs.args, targs.kwargs, grid=self.grid, timing=False,
+                              entry=entry)
         return targs.results(_unwrap(res.outputs))
 
     def __repr__(self) -> str:
