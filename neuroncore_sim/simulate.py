@@ -104,7 +104,7 @@ class Launch:
     warnings: list[str] = field(default_factory=list)
 
 
-def _grid(grid: Any) -> tuple[int, ...]:
+def launch_grid(grid: Any) -> tuple[int, ...]:
     if grid is None or grid == ():
         return ()
     dims = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
@@ -213,7 +213,7 @@ def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
     fn = getattr(kernel, "func", kernel)
     torch_args = TorchArgs(args, kwargs)  # torch tensors -> numpy views of their memory
     args, kwargs = torch_args.args, torch_args.kwargs
-    grid = _grid(grid if grid != () else getattr(kernel, "grid", ()))
+    grid = launch_grid(grid if grid != () else getattr(kernel, "grid", ()))
     cfg = load_config(config)
     program = Program(getattr(fn, "__name__", "kernel"), grid)
     with contextlib.ExitStack() as stack:
@@ -463,43 +463,3 @@ def record_launches(config: Any = None, functional: bool = True,
         _SESSION.reset(token)
         with _OPEN_LOCK:
             _OPEN.remove(recorder)
-
-
-class Kernel:
-    """What ``nki.jit`` returns: call it like the function; ``kernel[grid](...)`` for SPMD.
-
-    A call runs the kernel on the simulator and returns its outputs as numpy arrays (like
-    ``nki.simulate_kernel``), or as torch tensors when it was given torch tensors. Inside a
-    running kernel it is inlined as a sub-kernel call.
-    """
-
-    def __init__(self, func: Callable[..., Any], grid: tuple[int, ...] = (),
-                 options: dict[str, Any] | None = None) -> None:
-        self.func = func
-        self.grid = grid
-        self.options = options or {}
-        self.__name__ = getattr(func, "__name__", "kernel")
-        self.__doc__ = getattr(func, "__doc__", None)
-        self.__wrapped__ = func
-
-    def __getitem__(self, grid: Any) -> Kernel:
-        return Kernel(self.func, _grid(grid), self.options)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if _tracer.active_or_none() is not None:
-            return self.func(*args, **kwargs)  # a sub-kernel: inline it
-        targs = TorchArgs(args, kwargs)  # torch arguments give torch results
-        # Values only (fast), as the SDK's simulator; timed inside record_launches.
-        entry = "nki.baremetal" if self.options.get("mode") == "baremetal" else "nki.jit"
-        res = simulate_launch(self, targs.args, targs.kwargs, grid=self.grid, timing=False,
-                              entry=entry)
-        return targs.results(_unwrap(res.outputs))
-
-    def __repr__(self) -> str:
-        return f"<nki kernel {self.__name__} grid={list(self.grid)}>"
-
-
-def _unwrap(outputs: tuple[Any, ...]) -> Any:
-    if not outputs:
-        return None
-    return outputs[0] if len(outputs) == 1 else outputs

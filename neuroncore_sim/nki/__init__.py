@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..frontend import compiler, isa, language, typing
-from ..simulate import Kernel, simulate_launch
+from ..simulate import simulate_launch
+from .kernel import Kernel
 from ..frontend.torch_io import TorchArgs
 from .benchmark import benchmark, profile
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..simulate import Kernel, simulate_launch
+from ..simulate import simulate_launch
+from .kernel import Kernel
 
 _PERCENTILES = (0, 1, 10, 25, 50, 90, 99, 100)
 
