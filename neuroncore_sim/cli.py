@@ -30,13 +30,12 @@ from .report import chrome_trace, plot
 from .sweep import cli as sweep_cli
 from .alias import install_neuronxcc_alias
 from .config import NeuronCoreConfig, load_config
-from .errors import ConfigError, SimulatorError
+from .errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ConfigError, SimulatorError
 from .sweep.kernel_file import (UsageError, example_inputs, find_kernel, load_kernel_file,
                                 max_abs_error, split_target)
 from .result import SimResult
 from .simulate import record_launches, simulate
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def _parser() -> tuple[argparse.ArgumentParser, dict[str, str | None]]:

@@ -17,6 +17,10 @@ import sys
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
+#: Exit statuses of the command line: success, a failed run or check, a usage error.
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
 class SimulatorError(Exception):
     """Root of all errors raised for user mistakes or unsupported features.
 

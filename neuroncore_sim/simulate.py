@@ -105,6 +105,8 @@ class Launch:
 
 
 def launch_grid(grid: Any) -> tuple[int, ...]:
+    """An SPMD grid as a tuple of positive sizes (``()`` for one instance); a KernelError for
+    anything else."""
     if grid is None or grid == ():
         return ()
     dims = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)

@@ -88,8 +88,6 @@ CYCLES_TO_BREAK: frozenset[frozenset[str]] = frozenset({
     frozenset({"frontend.compiler", "frontend.dma", "frontend.dynamic", "frontend.gather",
                "frontend.indirect", "frontend.isa", "frontend.isa_select", "frontend.language",
                "frontend.nlmath", "frontend.operands", "frontend.rng", "frontend.tensor"}),
-    # sweep.cli takes two exit codes from cli.
-    frozenset({"cli", "sweep.cli"}),
 })
 
 #: Third-party distribution root -> (modules allowed to import it, modules that must import it
