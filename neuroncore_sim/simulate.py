@@ -19,7 +19,6 @@ instead.
 from __future__ import annotations
 
 import contextlib
-import gc
 import inspect
 import itertools
 import threading
@@ -33,6 +32,7 @@ import numpy as np
 
 from .timing.capacity import check_capacity
 from .config import NeuronCoreConfig, load_config
+from .environment import launch_environment
 from .dtypes import to_dtype
 from .errors import (ConfigError, KernelError, SimulatorError, SimulatorWarning,
                      UnsupportedError, caller_loc, expected)
@@ -42,7 +42,6 @@ from .values.fast.pipeline import PipelinedExecutor
 from .frontend import tracer as _tracer
 from .frontend.tensor import NkiTensor
 from .frontend.typing import TensorType
-from .values.fast.gemm_jobs import single_threaded_blas
 from .program.ir import MemSpace, Program
 from .result import SimResult
 from .timing.engines import simulate_timing
@@ -169,25 +168,6 @@ def _bind_inputs(tr: _tracer.Tracer, fn: Callable[..., Any], args: tuple[Any, ..
     return new_args, new_kwargs, user_arrays
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector (reference counting still frees everything).
-
-    Tracing and timing build hundreds of thousands of long-lived objects (instructions,
-    accesses, events) and no reference cycles; the collector would rescan all of them each
-    time the heap grows by a quarter, about a quarter of the run time of a 50,000-instruction
-    launch, and find nothing. It is enabled again on exit (if it was), also after an error.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
 def _def_loc(fn: Callable[..., Any]) -> str | None:
     code = getattr(fn, "__code__", None)
     return f"{code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno}" if code else None
@@ -218,14 +198,16 @@ def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
     grid = launch_grid(grid if grid != () else getattr(kernel, "grid", ()))
     cfg = load_config(config)
     program = Program(getattr(fn, "__name__", "kernel"), grid)
+    fast = bool(functional) and functional != "reference"
     with contextlib.ExitStack() as stack:
-        # Values are computed by a worker thread while the kernel goes on tracing (pipeline.py),
-        # their GEMMs by a thread pool with BLAS single-threaded (gemm_jobs.py).
+        # GC paused, BLAS single-threaded for the fast executor (environment.py); values are
+        # computed by a worker thread while the kernel goes on tracing (pipeline.py), their
+        # GEMMs by a thread pool (gemm_jobs.py).
+        threads = stack.enter_context(launch_environment(blas_single_threaded=fast))
         executor: PipelinedExecutor | Executor | None = None
         if functional == "reference":
             executor = Executor(cfg)
         elif functional:
-            threads = stack.enter_context(single_threaded_blas())
             executor = PipelinedExecutor(FastExecutor(cfg, gemm_threads=threads))
             stack.callback(executor.close)
         outputs, found = _run_launch(fn, args, kwargs, grid, cfg, program, executor, on_record)
@@ -257,7 +239,7 @@ def _run_launch(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[i
                 ) -> tuple[tuple[Any, ...], list[SimulatorWarning]]:
     """Trace (and with ``executor``, compute) one launch: its outputs and warnings."""
     tr = _tracer.Tracer(program, cfg, executor, on_record)
-    with tr.active(), _gc_paused():
+    with tr.active():
         new_args, new_kwargs, user_arrays = _bind_inputs(tr, fn, args, kwargs,
                                                          executor is not None)
         returned: Any = None
@@ -389,7 +371,7 @@ def simulate_launch(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], 
     times = None
     if timing:
         with _bar(bars, f"{name}: timing", len(launch.program.instructions)) as bar, \
-                _gc_paused():
+                launch_environment(blas_single_threaded=False):
             times = simulate_timing(launch.program, cfg,
                                     bar.update if bar is not None else None)
     if not timing:

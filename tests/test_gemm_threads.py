@@ -337,7 +337,7 @@ def test_merged_gemms_in_a_kernel_equal_the_reference(monkeypatch):
     import neuroncore_sim as ncs
     from kernels.matmul_blocked import kernel, reference
     shapes = _record_starts(monkeypatch)
-    monkeypatch.setattr(importlib.import_module("neuroncore_sim.simulate"),
+    monkeypatch.setattr(importlib.import_module("neuroncore_sim.environment"),
                         "single_threaded_blas", _two_blas_threads)
     rng = np.random.default_rng(2)
     lhsT = rng.integers(-3, 4, (256, 768)).astype(ml_dtypes.bfloat16)

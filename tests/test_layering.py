@@ -6,7 +6,7 @@ layer of its folder (top-level modules are named in LAYER_OF_MODULE)::
     0 foundation     errors.py, config.py, dtypes.py
     1 program        program/  (the recorded Program: ir, opcodes, ops, layout)
     2 stages         frontend/, values/, timing/  (three columns that never import each other)
-    3 assembly       result.py, simulate.py
+    3 assembly       result.py, simulate.py, environment.py
     4 presentation   report/
     5 entry points   nki/, sweep/, cli.py, pytest_plugin.py, alias.py, __init__.py, __main__.py
 
@@ -62,6 +62,7 @@ LAYER_OF_MODULE: dict[str, int] = {
     "dtypes": 0,
     "result": 3,
     "simulate": 3,
+    "environment": 3,
     "cli": 5,
     "pytest_plugin": 5,
     "alias": 5,

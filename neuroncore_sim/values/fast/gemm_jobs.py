@@ -71,13 +71,18 @@ def _forget_pools_in_child() -> None:
     _pools_lock = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_forget_pools_in_child)
+_fork_hook_registered = False
 
 
 def _shared_pool(threads: int) -> ThreadPoolExecutor:
     """The process's GEMM thread pool of ``threads`` threads (created on first use, kept: its
-    idle threads cost nothing and launches reuse them)."""
+    idle threads cost nothing and launches reuse them). The first pool registers the fork hook
+    that makes a forked child forget the pools (nothing is registered by importing this)."""
+    global _fork_hook_registered
     with _pools_lock:
+        if not _fork_hook_registered:
+            os.register_at_fork(after_in_child=_forget_pools_in_child)
+            _fork_hook_registered = True
         pool = _pools.get(threads)
         if pool is None:
             pool = _pools[threads] = ThreadPoolExecutor(max_workers=threads,
