@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .timing import analysis, memory_use
+from .timing import analysis, critical_path, memory_use
 from .config import NeuronCoreConfig
 from .errors import UnsupportedError
 from .timing.events import COMPUTE_ROWS, TENSOR_LS_ROW, TimingResult, is_dma_row
@@ -91,8 +91,10 @@ class SimResult:
             ``dma_bandwidth_percent_of_peak`` (and ``dma_peak_bytes_per_ns``), ``hbm_bytes``,
             ``hbm_bytes_per_ns``, ``hbm_bandwidth_percent_of_peak``, ``hbm_peak_bytes_per_ns``;
             ``bottleneck`` (the busiest of tensor/vector/scalar/gpsimd/dma, or "latency" when
-            none is busy more than half the time) with ``bottleneck_evidence``; ``top_stalls``
-            and ``memory`` (peak SBUF/PSUM bytes per partition). Definitions: see
+            none is busy more than half the time) with ``bottleneck_evidence``; ``top_stalls``,
+            ``critical_path`` (the chain of events and waits that sets the latency: time per
+            engine, top opcodes, lines and stalls with their root causes) and ``memory`` (peak
+            SBUF/PSUM bytes per partition). Definitions: see
             :mod:`neuroncore_sim.timing.analysis` and :mod:`neuroncore_sim.timing.memory_use`.
         """
         t = self._timing()
@@ -122,5 +124,6 @@ class SimResult:
             "bottleneck": verdict,
             "bottleneck_evidence": evidence,
             "top_stalls": stalls,
+            "critical_path": critical_path.summary(critical_path.critical_path(t)),
             "memory": memory_use.memory_summary(self.program, t, cfg),
         }
