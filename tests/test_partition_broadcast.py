@@ -295,3 +295,14 @@ def test_a_psum_row_is_copied_to_sbuf_before_its_partition_broadcast(dtype):
     b = RNG.integers(0, 9, (1, 8)).astype(F32)  # whole numbers: the int32 cast is exact
     want = a + b.astype(dtype)
     np.testing.assert_allclose(ncs.trace(kernel, a, b).outputs[0], want, rtol=1e-6)
+
+
+def test_tensor_tensor_values_align_ranks_at_the_partition_dim():
+    # A hand-built Program may give tensor_tensor a [P] operand: it is [P, 1], not numpy's [1, P].
+    from neuroncore_sim.values import semantics
+    from neuroncore_sim.values.semantics import Out
+
+    a, b = rand(4, 4), rand(4)
+    got = semantics.tensor_tensor({"data1": a, "data2": b}, {"op": "subtract"},
+                                  {"out": Out((4, 4), np.dtype(F32))}, Engine.VECTOR)["out"]
+    np.testing.assert_array_equal(got, a - b[:, None])

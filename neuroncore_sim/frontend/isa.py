@@ -240,7 +240,8 @@ def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: A
     if a.shape != b.shape:
         if not same_layout(a.shape, b.shape):
             raise _fail(ShapeError, f"{what}: operands must have the same shape; expected "
-                        f"{list(a.shape)}, found {list(b.shape)}")
+                        f"{list(a.shape)}, found {list(b.shape)} (an instruction does not "
+                        f"broadcast; nl element-wise functions do)")
         b = relabel(b, a.shape)  # [P] and [P, 1]: the same elements
     if a.space is MemSpace.PSUM and b.space is MemSpace.PSUM:
         raise _fail(MemorySpaceError, f"{what}: at most one operand may be in psum, found two")
