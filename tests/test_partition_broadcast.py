@@ -306,3 +306,26 @@ def test_tensor_tensor_values_align_ranks_at_the_partition_dim():
     got = semantics.tensor_tensor({"data1": a, "data2": b}, {"op": "subtract"},
                                   {"out": Out((4, 4), np.dtype(F32))}, Engine.VECTOR)["out"]
     np.testing.assert_array_equal(got, a - b[:, None])
+
+
+def test_scalar_tensor_tensor_and_select_reduce_take_per_partition_vectors():
+    def kernel(a, b):
+        x, y = nl.load(a), nl.load(b)
+        s = nl.max(x, axis=1)  # [128]
+        stt = nisa.scalar_tensor_tensor(data=x, op0=nl.subtract, operand0=s, op1=nl.add,
+                                        operand1=y)
+        col = nisa.tensor_tensor(s, y[:, 0:1], nl.multiply)  # [128] with [128, 1]
+        sel = nl.ndarray((128, 8), dtype=nl.float32)
+        nisa.select_reduce(dst=sel, predicate=nl.greater(x, 0.5, dtype=nl.uint8), on_true=x,
+                           on_false=s)
+        same = nl.broadcast_to(x, (128, 8))  # already that shape: returned as is
+        return store(stt), store(col), store(sel), store(same)
+
+    a, b = rand(128, 8), rand(128, 8)
+    out = ncs.trace(kernel, a, b).outputs
+    m = a.max(1, keepdims=True)
+    np.testing.assert_allclose(out[0], a - m + b, rtol=1e-6)
+    assert out[1].shape == (128,)  # data1's shape
+    np.testing.assert_allclose(out[1], (m * b[:, :1])[:, 0], rtol=1e-6)
+    np.testing.assert_array_equal(out[2], np.where(a > 0.5, a, m))
+    np.testing.assert_array_equal(out[3], a)
