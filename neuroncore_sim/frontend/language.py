@@ -222,7 +222,7 @@ def assign(target: NkiTensor, value: Any) -> None:
         return
     op = tr.pending if tr.pending is not None and tr.pending.result is value else None
     if (op is not None and _can_write(op.engine, target.space)
-            and same_layout(value.shape, target.shape)):
+            and (value.shape == target.shape or same_layout(value.shape, target.shape))):
         target = relabel(target, value.shape)  # the instruction's own shape, same elements
         tr.take_pending(value)
         tr.complete(op, checked_access(tr, target.shrink(op.box), "assignment target", "",
