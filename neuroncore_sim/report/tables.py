@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..timing import analysis, memory_use
+from .advice import advice
 from ..timing.events import MAIN_ENGINES, TENSOR_LS_ROW, is_dma_row
 from ..program.ir import MemSpace
 from ..result import SimResult
@@ -258,6 +259,8 @@ def summary_text(result: SimResult) -> str:
         lines.append(("stalls     : " if i == 0 else " " * 13) + analysis.stall_text(stall))
     lines += _critical_path_text(s["critical_path"], latency)
     lines += _bounds_text(s)
+    for i, tip in enumerate(advice(result, s)):
+        lines.append(("advice     : " if i == 0 else " " * 13) + tip.text)
     top = source_table(result).head(3)
     if len(top):
         lines.append("top lines  : " + "; ".join(
