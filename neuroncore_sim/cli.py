@@ -27,6 +27,7 @@ from typing import Sequence
 
 from . import report
 from .report import chrome_trace, plot
+from .report.advice import advice
 from .sweep import cli as sweep_cli
 from .alias import install_neuronxcc_alias
 from .config import NeuronCoreConfig, load_config
@@ -282,7 +283,9 @@ def _report(res: SimResult, n: int, out: Path | None, label: str | None = None,
         return
     folder = out / f"launch{n}_{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "summary.json").write_text(json.dumps(res.summary(), indent=2) + "\n")
+    summary = res.summary()
+    summary["advice"] = [tip.as_dict() for tip in advice(res, summary)]
+    (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (folder / "summary.txt").write_text(report.full_text(res))
     res.events.to_csv(folder / "events.csv", index=False)
     chrome_trace.write(res, folder / "trace.json", max_events=trace_max_events)
