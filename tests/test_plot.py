@@ -45,7 +45,9 @@ def test_lanes_and_legend(result):
     assert labels[:4] == ["tensor", "vector", "scalar", "gpsimd"]
     assert labels[-1].startswith("dma")
     legend = [t.get_text() for t in lanes.get_legend().get_texts()]
-    assert legend == ["dma_copy", "tensor_tensor", "critical path"]
+    # compute lanes by opcode, DMA lanes by the line and tensor they move
+    assert legend == ["tensor_tensor", "dma: tensor_add.py:30 a", "dma: tensor_add.py:31 b",
+                      "dma: tensor_add.py:32 hbm0", "critical path"]
     assert lanes.get_xlim()[1] == pytest.approx(result.latency_ns / 1000)
     # the red line runs through the critical path's events, in order, first start to last end
     from neuroncore_sim.timing.critical_path import critical_path

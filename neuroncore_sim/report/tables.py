@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from ..timing import analysis, memory_use
 from .advice import advice
 from ..timing.events import MAIN_ENGINES, TENSOR_LS_ROW, is_dma_row
-from ..program.ir import MemSpace
+from ..program.ir import DMA_OPCODES, MemSpace
 from ..result import SimResult
 
 if TYPE_CHECKING:
@@ -112,6 +112,48 @@ def dma_table(result: SimResult) -> "pd.DataFrame":
     table.index.name = "engine"
     return table[["bytes", "transfers", "avg_transfer_bytes", "busy_ns", "queue_busy_percent",
                   "bytes_per_ns", "peak_bytes_per_ns", "bandwidth_percent_of_peak"]]
+
+
+def dma_line_table(result: SimResult) -> "pd.DataFrame":
+    """DMA traffic per kernel source line: what each load or store moves and how well.
+
+    Columns: ``tensors`` (the HBM tensors it reads or writes, else the tiles), ``dmas`` (DMA
+    instructions), ``transfers``, ``bytes``, ``bytes_per_partition`` (per DMA instruction, on
+    average), ``busy_ns`` (summed transfer time over the DMA engines), ``efficiency_percent``
+    (bytes over what the engines could move at ``dma_engine_bytes_per_ns`` in that time: low
+    when per-transfer overhead dominates). Index: "file.py:LINE"; heaviest (busy) first.
+    """
+    import pandas as pd
+
+    rows: dict[str, dict] = {}
+    for ins in result.program.instructions:
+        if ins.opcode not in DMA_OPCODES:
+            continue
+        src, dst = ins.srcs.get("src"), ins.out
+        hbm = [a.tensor.name for a in (src, dst) if a is not None and a.space is MemSpace.HBM]
+        names = hbm or [a.tensor.name for a in (src, dst) if a is not None]
+        row = rows.setdefault(str(ins.loc or ""), {"tensors": set(), "dmas": 0, "parts": 0})
+        row["tensors"].update(names)
+        row["dmas"] += 1
+        row["parts"] += max(dst.partitions, 1)
+    for e in result.timing.events if result.timing is not None else ():
+        if is_dma_row(e.engine) and e.source in rows:
+            row = rows[e.source]
+            row["transfers"] = row.get("transfers", 0) + 1
+            row["bytes"] = row.get("bytes", 0) + e.nbytes
+            row["busy_ns"] = row.get("busy_ns", 0.0) + (e.end_ns - e.start_ns)
+    peak = result.config.dma_engine_bytes_per_ns
+    table = pd.DataFrame([{
+        "source": src, "tensors": ",".join(sorted(r["tensors"])), "dmas": r["dmas"],
+        "transfers": r.get("transfers", 0), "bytes": r.get("bytes", 0),
+        "bytes_per_partition": r.get("bytes", 0) / r["parts"] if r["parts"] else 0.0,
+        "busy_ns": r.get("busy_ns", 0.0),
+        "efficiency_percent": (100.0 * r.get("bytes", 0) / (r["busy_ns"] * peak)
+                               if r.get("busy_ns") else 0.0),
+    } for src, r in rows.items()], columns=["source", "tensors", "dmas", "transfers", "bytes",
+                                            "bytes_per_partition", "busy_ns",
+                                            "efficiency_percent"])
+    return table.set_index("source").sort_values("busy_ns", ascending=False, kind="stable")
 
 
 def source_table(result: SimResult) -> "pd.DataFrame":
@@ -307,13 +349,15 @@ def _memory_text(name: str, m: dict) -> str:
 
 
 def full_text(result: SimResult) -> str:
-    """:func:`summary_text` followed by the engine, DMA total, stall, memory and source-line
-    tables: the ``summary.txt`` of a report folder."""
+    """:func:`summary_text` followed by the engine, DMA total, DMA per line, stall, memory and
+    source-line tables: the ``summary.txt`` of a report folder."""
     import pandas as pd
 
     parts = [summary_text(result).rstrip("\n"),
              "per engine:\n" + engine_table(result).to_string(),
              "dma (all engines):\n" + dma_table(result).loc[["total"]].to_string(),
+             "dma per source line (heaviest first):\n"
+             + dma_line_table(result).head(10).round(1).to_string(),
              "stalls:\n" + stall_table(result).to_string(index=False),
              "memory per allocation site:\n" + memory_table(result).to_string(),
              "per source line:\n" + source_table(result).to_string()]
