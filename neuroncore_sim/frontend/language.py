@@ -199,7 +199,7 @@ def shared_constant(constant: Any, dtype: Any = None, **_: Any) -> NkiTensor:
 # --- assignment and accumulation (the targets of t[...] = x and t += x) -------------------------
 def _same_region(a: NkiTensor, b: NkiTensor) -> bool:
     return (a.decl is b.decl and a.shape == b.shape and a.base == b.base
-            and a.coefs == b.coefs)
+            and a.coefs == b.coefs and a.frame == b.frame)
 
 
 def assign(target: NkiTensor, value: Any) -> None:

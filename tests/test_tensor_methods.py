@@ -1,0 +1,183 @@
+"""The documented methods and attributes of NKI tensors (``nki.tensor``): reshape of HBM tensors
+and tiles, view, astype, expand_dims, itemsize, assert_shape, and clear errors for the rest."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import neuroncore_sim as ncs
+from neuroncore_sim.errors import ShapeError, SimulatorError, UnsupportedError
+from neuroncore_sim.program.ir import Opcode
+import neuroncore_sim.nki.language as nl
+
+RNG = np.random.default_rng(7)
+
+
+def bad_line(kernel) -> str:
+    src, start = inspect.getsourcelines(kernel)
+    return f"test_tensor_methods.py:{start + next(i for i, s in enumerate(src) if '# BAD' in s)}"
+
+
+def test_reshape_of_a_vector_argument_loads_as_one_row():
+    def k(g, x):
+        out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+        i_p = nl.arange(1)[:, None]
+        i_f = nl.arange(g.shape[0])[None, :]
+        row = nl.load(g.reshape((1, g.shape[0]))[i_p, i_f])
+        nl.store(out, value=nl.load(x) * row.broadcast_to(x.shape))
+        return out
+
+    g, x = RNG.random(96, dtype=np.float32), RNG.random((8, 96), dtype=np.float32)
+    np.testing.assert_allclose(ncs.trace(k, g, x).outputs[0], x * g[None, :], rtol=1e-6)
+
+
+def test_writes_through_a_reshaped_output_are_the_outputs_bytes():
+    def k(a):  # a: [4, 256]; written through a [8, 128] name, read back through the first
+        out = nl.ndarray((4, 256), a.dtype, buffer=nl.shared_hbm)
+        flat = out.reshape(8, 128)
+        nl.store(flat, value=nl.load(a.reshape(8, 128)) * 2.0)
+        out2 = nl.ndarray((4, 256), a.dtype, buffer=nl.shared_hbm)
+        nl.store(out2, value=nl.load(out) + 1.0)
+        return out, out2
+
+    a = RNG.random((4, 256), dtype=np.float32)
+    launch = ncs.trace(k, a)
+    np.testing.assert_array_equal(launch.outputs[0], a * 2)
+    np.testing.assert_array_equal(launch.outputs[1], a * 2 + 1)
+    # the Program addresses the same bytes: the store's destination is the whole of `out`
+    store = [i for i in launch.program.instructions if i.opcode is Opcode.DMA_COPY][1]
+    dst = store.dsts["out"]
+    assert dst.tensor.name == launch.program.tensors[1].name or dst.tensor.kind == "output"
+    assert (dst.offset, dst.pattern) == (0, ((128, 8), (1, 128)))
+    # and the later load of `out` waits for that store (same tensor, overlapping region)
+    load_back = [i for i in launch.program.instructions if i.opcode is Opcode.DMA_COPY][2]
+    assert load_back.srcs["src"].tensor is dst.tensor and load_back.srcs["src"].overlaps(dst)
+
+
+def test_reshape_of_a_slice_and_of_a_tile():
+    def k(a):  # a: [6, 8, 16]
+        out = nl.ndarray((8, 4, 8), a.dtype, buffer=nl.shared_hbm)
+        v = a[2].reshape(8, 2, 8)  # a contiguous [8, 16] slab, offset 2*128
+        t = nl.load(v)  # [8, 2, 8]
+        t2 = t.reshape(8, 16).reshape((8, 4, 4))  # free dims only: stays one tile
+        nl.store(out[:, 0:4, 0:4], value=t2)
+        nl.store(out[:, :, 4:8], value=nl.load(a[3].reshape(8, 4, 4)))
+        return out
+
+    a = RNG.random((6, 8, 16), dtype=np.float32)
+    got = ncs.trace(k, a).outputs[0]
+    np.testing.assert_array_equal(got[:, :, 0:4], a[2].reshape(8, 4, 4))
+    np.testing.assert_array_equal(got[:, :, 4:8], a[3].reshape(8, 4, 4))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from([(4, 6, 8), (2, 12, 4), (3, 4, 10)]), st.integers(0, 3), st.data())
+def test_reshape_matches_numpy_or_needs_a_copy(shape, which, data):
+    """A reshape of a (maybe strided) HBM view reads what numpy's reshape reads, and is refused
+    exactly when numpy could not reshape the view without a copy."""
+    a = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    views = [(slice(None),), (slice(1, None),), (slice(None), slice(None, None, 2)),
+             (slice(None), slice(None), slice(0, 2))]
+    key = views[which]
+    sub = a[key]
+    n = sub.size
+    divisors = [d for d in range(1, n + 1) if n % d == 0]
+    p = data.draw(st.sampled_from([d for d in divisors if d <= 128]))
+    q = data.draw(st.sampled_from([d for d in divisors if (n // p) % d == 0]))
+    new = (p, q, n // p // q)
+    probe = sub.view()
+    try:
+        probe.shape = new
+        ok = True
+    except AttributeError:  # numpy: "incompatible shape for in-place modification"
+        ok = False
+
+    def k(x):
+        out = nl.ndarray(new, x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.load(x[key].reshape(new)))
+        return out
+
+    if ok:
+        np.testing.assert_array_equal(ncs.trace(k, a).outputs[0], sub.reshape(new))
+    else:
+        with pytest.raises(UnsupportedError, match="would need a copy"):
+            ncs.trace(k, a)
+
+
+def test_documented_attributes_and_methods():
+    seen = {}
+
+    def k(a):
+        out = nl.ndarray((128, 1, 64), nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        seen.update(ndim=t.ndim, itemsize=t.itemsize, shape=t.shape, hbm_itemsize=a.itemsize)
+        assert t.assert_shape((128, 64)) is t
+        assert a.view(a.dtype) is a
+        b = t.astype(nl.float32)
+        nl.store(out, value=b.expand_dims(1))
+        return out
+
+    a = RNG.random((128, 64)).astype(np.float16)
+    got = ncs.trace(k, a).outputs[0]
+    np.testing.assert_array_equal(got, a.astype(np.float32)[:, None, :])
+    assert seen == {"ndim": 2, "itemsize": 2, "shape": (128, 64), "hbm_itemsize": 2}
+
+
+def _reshape_count(a):
+    return a.reshape(7, 10)  # BAD
+
+
+def _reshape_partition(a):
+    t = nl.load(a)
+    return t.reshape(64, 2, 128)  # BAD
+
+
+def _reshape_strided(a):
+    return a[:, 0:4].reshape(64)  # BAD
+
+
+def _unknown_method(a):
+    return a.permute(1, 0)  # BAD
+
+
+def _view_other_dtype(a):
+    return a.view(nl.int32)  # BAD
+
+
+def _assert_shape(a):
+    return a.assert_shape((3, 3))  # BAD
+
+
+@pytest.mark.parametrize("kernel,cls,message", [
+    (_reshape_count, ShapeError, r"reshape: expected a shape of 128 elements, found \[7, 10\]"),
+    (_reshape_partition, ShapeError, r"expected the partition dim \(128\) kept"),
+    (_reshape_strided, UnsupportedError, "would need a copy"),
+    (_unknown_method, UnsupportedError, r"have no attribute 'permute'; expected one of shape"),
+    (_view_other_dtype, UnsupportedError, "reinterpreting float32 as int32 is not supported"),
+    (_assert_shape, ShapeError, r"assert_shape: expected shape \[3, 3\], found \[16, 8\]"),
+])
+def test_misuse_is_a_clear_error(kernel, cls, message):
+    a = np.zeros((16, 8) if kernel in (_reshape_count, _reshape_strided, _unknown_method,
+                                       _view_other_dtype, _assert_shape) else (128, 128),
+                 np.float32)
+    with pytest.raises(cls, match=message) as info:
+        ncs.trace(kernel, a)
+    assert isinstance(info.value, SimulatorError)
+    assert info.value.loc == bad_line(kernel)
+
+
+def test_unknown_attribute_keeps_hasattr_working():
+    seen = []
+
+    def k(a):
+        seen.append((hasattr(a, "permute"), hasattr(a, "reshape"), getattr(a, "ap", None)))
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.load(a))
+        return out
+
+    ncs.trace(k, np.zeros((4, 4), np.float32))
+    assert seen == [(False, True, None)]
