@@ -181,3 +181,24 @@ def test_unknown_attribute_keeps_hasattr_working():
 
     ncs.trace(k, np.zeros((4, 4), np.float32))
     assert seen == [(False, True, None)]
+
+
+def test_mgrid_names_its_free_axes_x_y_z():
+    def k(a):  # a: [4, 2, 3, 5]
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        g = nl.mgrid[0:4, 0:2, 0:3, 0:5]
+        t = nl.load(a[g.p, g.x, g.y, g.z])
+        nl.store(out[g.p, g.x, g.y, g.z], value=t)
+        return out
+
+    a = RNG.random((4, 2, 3, 5), dtype=np.float32)
+    np.testing.assert_array_equal(ncs.trace(k, a).outputs[0], a)
+
+    def bad(a):
+        g = nl.mgrid[0:4, 0:2]
+        return a[g.p, g.y]  # BAD
+
+    with pytest.raises(SimulatorError, match=r"nl.mgrid .y: expected a grid of at least 3 axes, "
+                       r"found 2") as info:
+        ncs.trace(bad, a)
+    assert info.value.loc == bad_line(bad)

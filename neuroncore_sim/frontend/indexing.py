@@ -250,15 +250,30 @@ def arange(*args: int) -> IndexExpr:
 
 class Grid(tuple):
     """The index expressions of ``nl.mgrid[...]``: unpack it (``i_p, i_f = nl.mgrid[...]``) or
-    use ``grid.p`` (partition axis) and ``grid.x`` (first free axis), as the NKI docs do."""
+    use ``grid.p`` (partition axis) and ``grid.x``, ``.y``, ``.z`` (free axes 1, 2, 3), as the
+    NKI docs and examples do."""
+
+    def _axis(self, a: int, name: str) -> IndexExpr:
+        if a >= len(self):
+            raise _unsupported(f"nl.mgrid .{name}: expected a grid of at least {a + 1} axes, "
+                               f"found {len(self)}", AccessError)
+        return self[a]
 
     @property
     def p(self) -> IndexExpr:
-        return self[0]
+        return self._axis(0, "p")
 
     @property
     def x(self) -> IndexExpr:
-        return self[1]
+        return self._axis(1, "x")
+
+    @property
+    def y(self) -> IndexExpr:
+        return self._axis(2, "y")
+
+    @property
+    def z(self) -> IndexExpr:
+        return self._axis(3, "z")
 
 
 class _MGrid:
