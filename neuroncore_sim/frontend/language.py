@@ -363,23 +363,50 @@ def num_programs(axes: Any = None) -> int:
     return int(np.prod([grid[int(a)] if int(a) < len(grid) else 1 for a in axes]))
 
 
-class nc:  # noqa: N801
+def _grid_size(n: Any, what: str) -> int:
+    """A grid dim size: a positive int, an ``nl.nc`` or an ``nl.spmd_dim``."""
+    size = n.size if isinstance(n, (nc, spmd_dim)) else n
+    if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)) \
+            or int(size) < 1:
+        msg = f"{what}: expected a positive int, nl.nc(n) or nl.spmd_dim(...), found {n!r}"
+        tr = _tracer.active_or_none()
+        raise tr.fail(KernelError, msg) if tr is not None else KernelError(msg)
+    return int(size)
+
+
+class _GridDim:
+    """Product of grid dims: ``nl.nc(2) * 2`` is ``nl.spmd_dim(nl.nc(2), 2)`` and
+    ``2 * nl.nc(2)`` is ``nl.spmd_dim(2, nl.nc(2))`` (the docs' syntactic sugar)."""
+
+    size: int
+
+    def __mul__(self, other: Any) -> spmd_dim:
+        return spmd_dim(self, other)
+
+    def __rmul__(self, other: Any) -> spmd_dim:
+        return spmd_dim(other, self)
+
+
+class nc(_GridDim):  # noqa: N801
     """``nl.nc(n)``: a grid dim spread over n physical NeuronCores; simulated as a plain grid
-    dim of size n (instances run one after another on one core)."""
+    dim of size n (instances run one after another on one core, so which core runs which
+    instance changes no result)."""
 
     def __init__(self, n: int) -> None:
-        self.size = int(n)
+        self.size = _grid_size(n, "nl.nc")
 
     def __repr__(self) -> str:
         return f"nl.nc({self.size})"
 
 
-class spmd_dim:  # noqa: N801
+class spmd_dim(_GridDim):  # noqa: N801
     """``nl.spmd_dim(nl.nc(2), 2)``: a grid dim whose size is the product of its parts."""
 
     def __init__(self, *parts: Any) -> None:
+        if not parts:
+            _grid_size(None, "nl.spmd_dim")
         self.parts = parts
-        self.size = int(np.prod([int(getattr(p, "size", p)) for p in parts]))
+        self.size = int(np.prod([_grid_size(p, "nl.spmd_dim") for p in parts]))
 
     def __repr__(self) -> str:
         return f"nl.spmd_dim({', '.join(map(repr, self.parts))})"

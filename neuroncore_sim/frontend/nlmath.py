@@ -15,7 +15,9 @@ import builtins
 import math
 from typing import Any
 
-from ..dtypes import float32, is_float, promote, promote_scalar, to_dtype
+import numpy as np
+
+from ..dtypes import cast, float32, is_float, promote, promote_scalar, to_dtype
 from ..errors import KernelError, MemorySpaceError, ShapeError, UnsupportedError
 from ..program.ir import MemSpace
 from . import isa as nisa
@@ -292,9 +294,21 @@ def where(condition: Any, x: Any, y: Any, *, dtype: Any = None, mask: Any = None
     return binary("add", part_x, part_y, out, mask)
 
 
-def static_cast(x: Any, dtype: Any) -> NkiTensor:
-    """Convert a tile to ``dtype`` (a VectorE copy with an output cast)."""
-    return nisa.tensor_copy(x, dtype=to_dtype(dtype, "static_cast dtype"))
+def static_cast(x: Any, dtype: Any) -> Any:
+    """Convert a tile to ``dtype`` (a VectorE copy with an output cast); a scalar or a host
+    array (numpy, also outside any kernel, as the docs allow) is converted at once, rounding as
+    the engines' output cast does."""
+    dt = to_dtype(dtype, "static_cast dtype")
+    if isinstance(x, NkiTensor):
+        return nisa.tensor_copy(x, dtype=dt)
+    values = np.asarray(x)
+    if values.dtype.kind not in "biuf" and not is_float(values.dtype):
+        msg = (f"static_cast: expected a tile, a number or a numeric array, found "
+               f"{type(x).__name__} of dtype {values.dtype}")
+        tr = _tracer.active_or_none()
+        raise tr.fail(KernelError, msg) if tr is not None else KernelError(msg)
+    out = cast(values, dt)
+    return out[()] if out.ndim == 0 else out
 
 
 
