@@ -252,13 +252,18 @@ def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: A
         raise _fail(MemorySpaceError, f"{what}: at most one operand may be in psum, found two")
     _no_float_bitvec(what, (name,), a, b)
     eng = engine_arg(engine, what)
+    picked = eng is None
     if eng is None:  # [SHARED] power and int32 add/multiply/subtract run on GpSimd
         int_arith = (dtype_name(a.dtype) == "int32" and dtype_name(b.dtype) == "int32"
                      and name in ("add", "multiply", "subtract"))
         eng = Engine.GPSIMD if (name == "power" or int_arith) else Engine.VECTOR
     _no_gpsimd_psum(eng, what, a, b)
-    return issue(what, Opcode.TENSOR_TENSOR, eng, a.shape, _out_dtype(dtype, a.dtype, b.dtype),
-                 {"data1": a, "data2": b}, {"op": name}, mask=mask)
+    out = issue(what, Opcode.TENSOR_TENSOR, eng, a.shape, _out_dtype(dtype, a.dtype, b.dtype),
+                {"data1": a, "data2": b}, {"op": name}, mask=mask)
+    pending = _tracer.current(what).pending
+    if picked and pending is not None and pending.result is out:
+        pending.engine_fixed = False  # a PSUM destination gets a VectorE copy (assign)
+    return out
 
 
 def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False, op1: Any = None,

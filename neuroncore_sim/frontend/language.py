@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
-from ..errors import CapacityError, KernelError, ShapeError, UnsupportedError
+from ..errors import CapacityError, KernelError, MemorySpaceError, ShapeError, UnsupportedError
 from ..program.ir import Engine, MemSpace, Opcode
 from . import isa as nisa
 from . import tracer as _tracer
@@ -26,7 +26,8 @@ from .indirect import atomic_rmw  # noqa: F401  (nl.atomic_rmw)
 from .rng import nl_dropout as dropout, rand, random_seed  # noqa: F401
 from .nlmath import *  # noqa: F401,F403  (the element-wise / reduction surface)
 from .nlmath import binary, copy_op  # noqa: F401
-from .operands import ON_CHIP, checked_access, issue_into, operand, scalar_value, shape_arg
+from .operands import ON_CHIP, checked_access, issue_into, operand, scalar_value, shape_arg, \
+    start_partition_error
 from .tensor import NkiTensor
 
 # --- dtypes -------------------------------------------------------------------------------------
@@ -207,11 +208,21 @@ def assign(target: NkiTensor, value: Any) -> None:
     tr = _tracer.current("tile assignment")
     if not isinstance(value, NkiTensor):
         v = scalar_value(value, "assignment value")
-        issue_into("memset", Opcode.MEMSET, Engine.VECTOR, target.partition_first(), {},
-                   {"value": v},
+        dst = target.partition_first()
+        if dst.space is MemSpace.SBUF and start_partition_error(dst.access()):
+            # t[i, j] = 5 on a partition an engine access cannot start at (arch.md 1.5): a
+            # memset at partition 0 and an SBUF-to-SBUF DMA into place (DMAs are exempt)
+            dma_move("assignment", dst, nisa.memset(dst.shape, v, dst.dtype), None, None)
+            return
+        issue_into("memset", Opcode.MEMSET, Engine.VECTOR, dst, {}, {"value": v},
                    dst_spaces=(MemSpace.SBUF, MemSpace.PSUM))
         return
     op = tr.pending if tr.pending is not None and tr.pending.result is value else None
+    if (op is not None and op.engine is Engine.GPSIMD and op.engine_fixed
+            and target.space is MemSpace.PSUM):
+        raise tr.fail(MemorySpaceError, f"assignment of a GpSimd {op.opcode.value} result: "
+                      f"GpSimd cannot access PSUM; expected an SBUF destination, found psum "
+                      f"tile {target.tensor.name}")
     if op is not None and _can_write(op.engine, target.space) and value.shape == target.shape:
         tr.take_pending(value)
         tr.complete(op, checked_access(tr, target.shrink(op.box), "assignment target", "",
@@ -223,6 +234,10 @@ def assign(target: NkiTensor, value: Any) -> None:
     if target.space is MemSpace.HBM or value.space is MemSpace.HBM:
         dma_move("assignment", target, value, None, None)
         return
+    on_one = target.partition_first()
+    if on_one.ndim != target.ndim:  # t[i, j] = x[...]: one partition's elements, kept as [1, ..]
+        target = on_one
+        value = value.partition_first() if value.ndim + 1 == target.ndim else value
     src = value.with_shape(target.shape) if value.shape != target.shape else value
     issue_into("tensor_copy", Opcode.TENSOR_COPY, Engine.VECTOR, target, {"src": src}, {})
 

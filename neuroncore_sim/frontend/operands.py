@@ -238,6 +238,9 @@ def issue_into(what: str, opcode: Opcode, engine: Engine, dst: NkiTensor,
     as the source role ``old`` (instructions that leave part of it unchanged).
     """
     tr = _tracer.current(what)
+    if engine is Engine.GPSIMD and isinstance(dst, NkiTensor) and dst.space is MemSpace.PSUM:
+        raise tr.fail(MemorySpaceError, f"{what} dst: GpSimd cannot access PSUM; expected an "
+                      f"SBUF destination, found psum")
     box, residual, empty = mask_box(mask, dst.shape)
     if empty:
         return

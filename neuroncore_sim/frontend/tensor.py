@@ -237,13 +237,22 @@ class NkiTensor(TensorSurface):
         """The same elements with the axis that walks the partitions moved to the front.
 
         A whole tensor with block dims, ``(B, par_dim(P), F)``, becomes ``(P, B, F)``: on the
-        hardware the blocks are just more free-dim elements of each partition.
+        hardware the blocks are just more free-dim elements of each partition. A view on one
+        partition picked by an int (``t[i, j]``) gets a leading axis of size 1.
         """
         decl = self._resolved()
         if decl.space is MemSpace.HBM:
             return self
         row = self.coefs[decl.partition_axis if self.frame is None else 0]
-        axis = next((a for a, (c, n) in enumerate(zip(row, self.shape)) if c and n > 1), 0)
+        axis = next((a for a, (c, n) in enumerate(zip(row, self.shape)) if c and n > 1), None)
+        if axis is None:
+            if self.shape and (self.shape[0] == 1 or row[0]):
+                return self
+            # An int picked the partition (t[i, j], t[i, :]): the view lies on one partition,
+            # so it gets a leading partition axis of size 1
+            return NkiTensor(decl, (1,) + self.shape, self.dtype, self.base,
+                             tuple((0,) + r for r in self.coefs), self.space, self.lease,
+                             frame=self.frame)
         if axis == 0:
             return self
         order = (axis,) + tuple(a for a in range(self.ndim) if a != axis)

@@ -90,6 +90,9 @@ class PendingOp:
     loc: SourceLoc | None
     result: object  # the NkiTensor handed to the kernel (its decl is set on materialisation)
     loops: tuple[tuple[int, int], ...] = ()  # affine_range iterations when it was issued
+    #: the kernel chose the engine (engine=, or an instruction only one engine has); False when
+    #: the front end picked it and may add a copy to reach a destination the engine cannot write
+    engine_fixed: bool = True
 
 
 _ACTIVE: ContextVar[Tracer | None] = ContextVar("neuroncore_sim_tracer", default=None)
