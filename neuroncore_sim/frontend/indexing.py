@@ -125,11 +125,22 @@ class IndexExpr:
 
     __rmul__ = __mul__
 
-    def _nonaffine(self, *_: object) -> IndexExpr:
-        raise _unsupported("index expression: only +, - and * by an integer keep an index "
-                               "affine; //, % and / are not supported")
+    def __floordiv__(self, k: object) -> object:
+        """``e // k`` for a positive int ``k``: exact, over a split grid (index_split.py)."""
+        from .index_split import divmod_expr
+        return divmod_expr(self, k, "//")[0]
 
-    __floordiv__ = __mod__ = __truediv__ = __rfloordiv__ = __rmod__ = _nonaffine
+    def __mod__(self, k: object) -> object:
+        """``e % k`` for a positive int ``k``: exact, over a split grid (index_split.py)."""
+        from .index_split import divmod_expr
+        return divmod_expr(self, k, "%")[1]
+
+    def _nonaffine(self, *_: object) -> IndexExpr:
+        raise _unsupported("index expression: only +, -, * by an integer, and // and % by a "
+                           "positive integer are supported; / and an index expression as "
+                           "divisor are not")
+
+    __truediv__ = __rfloordiv__ = __rmod__ = _nonaffine
 
     def _cmp(self, other: object, op: str) -> MaskExpr:
         diff = self - other if isinstance(other, IndexExpr) or _is_int(other) else None

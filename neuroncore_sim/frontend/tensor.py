@@ -23,6 +23,7 @@ from ..program.ir import Access, MemSpace, TensorDecl
 from . import tracer as _tracer
 from .basic_index import VIEW_CACHE_SIZE, basic_index, view_key, whole_index
 from .indexing import DynamicIndex, IndexExpr, _is_int
+from .index_split import SplitExpr, split_view
 from .tensor_surface import Frame, TensorSurface
 
 
@@ -305,6 +306,8 @@ class NkiTensor(TensorSurface):
                 return indirect_view(self, key)  # type: ignore[return-value]
             from .dynamic import dynamic_view  # a runtime (SBUF-held) offset on chip
             return dynamic_view(self, key)  # type: ignore[return-value]
+        if any(isinstance(k, SplitExpr) for k in key):  # // or % in an index
+            return split_view(self, key)
         if any(isinstance(k, IndexExpr) for k in key):
             return self._index_affine(key)
         return self._index_basic(key)
