@@ -175,7 +175,31 @@ def _reduce(name: str, x: Any, axis: Any, dtype: Any, keepdims: bool, mask: Any)
         raise _tracer.current().fail(KernelError, f"nl reduction: expected a tile, found "
                                      f"{type(x).__name__}")
     _check_on_chip(x, f"nl reduction ({name})")
+    given = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    if builtins.all(isinstance(a, (int, np.integer)) and -x.ndim <= a < x.ndim for a in given):
+        axes = sorted({int(a) % x.ndim for a in given})
+        if axes and axes[0] >= 1 and axes != list(range(axes[0], axes[0] + len(axes))):
+            return _reduce_apart(name, x, axes, dtype, keepdims, mask)
     return nisa.tensor_reduce(name, x, axis, dtype=dtype, keepdims=keepdims, mask=mask)
+
+
+def _reduce_apart(name: str, x: NkiTensor, axes: list[int], dtype: Any, keepdims: bool,
+                  mask: Any) -> NkiTensor:
+    """A reduction over free axes that are not adjacent (``axis=[2, 4]``, as average pooling
+    does): tensor_reduce needs consecutive axes, so the operand's access pattern lists the
+    reduced axes last (a free reordering of its dims, no data movement) and one tensor_reduce
+    reduces them; same cost (N elements per partition)."""
+    if mask is not None:
+        raise _tracer.current().fail(
+            UnsupportedError, f"nl reduction over the non-adjacent axes {axes} with mask= is not "
+            f"supported yet; reduce without a mask or over consecutive axes")
+    kept = [a for a in range(x.ndim) if a not in axes]
+    reordered = x._permuted(kept + axes)
+    last = tuple(range(len(kept), x.ndim))
+    out = nisa.tensor_reduce(name, reordered, last, dtype=dtype)
+    if not keepdims:
+        return out
+    return out[tuple(None if a in axes else slice(None) for a in range(x.ndim))]
 
 
 def _axes_size(x: NkiTensor, axis: Any) -> int:

@@ -183,6 +183,15 @@ class TensorSurface:
         from . import language as _nl
         return _nl.broadcast_to(self, shape)
 
+    def _permuted(self: NkiTensor, order: list[int]) -> NkiTensor:
+        """The same elements with the view's axes in ``order`` (an access-pattern reordering,
+        no copy; internal: NKI 2.2x tensors have no permute)."""
+        from .tensor import NkiTensor
+        decl = self._resolved()
+        return NkiTensor(decl, tuple(self.shape[a] for a in order), self.dtype, self.base,
+                         tuple(tuple(r[a] for a in order) for r in self.coefs), self.space,
+                         self.lease, frame=self.frame)
+
     def __getattr__(self, name: str) -> Any:
         # Only called for names the class does not define: unknown methods of newer NKI APIs.
         if name.startswith("__"):  # numpy and copy probe dunders: plain AttributeError
