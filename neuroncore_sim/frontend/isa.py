@@ -339,11 +339,15 @@ def tensor_reduce(op: Any, data: Any, axis: Any, *, mask: Any = None, dtype: Any
                     f"{list(axes)}")
     if keepdims:
         shape = tuple(1 if a in axes else n for a, n in enumerate(d.shape))
+        out_axes = tuple(None if a in axes else a for a in range(d.ndim))
     else:
         shape = tuple(n for a, n in enumerate(d.shape) if a not in axes)
+        out_axes = tuple(a for a in range(d.ndim) if a not in axes)
+    # the mask ranges over the data's axes (the reduced ones too), as the NKI docs define it
     return issue(what, Opcode.TENSOR_REDUCE, Engine.VECTOR, shape, _out_dtype(dtype, d.dtype),
                  {"data": d}, {"op": name, "axes": axes, "negate": bool(negate),
-                               "keepdims": bool(keepdims)}, mask=mask)
+                               "keepdims": bool(keepdims)}, mask=mask, mask_shape=d.shape,
+                 out_axes=out_axes)
 
 
 def tensor_tensor_scan(data0: Any, data1: Any, initial: Any, op0: Any, op1: Any,
@@ -425,7 +429,7 @@ def bn_stats(data: Any, *, mask: Any = None, dtype: Any = None) -> NkiTensor:
         raise _fail(ShapeError, f"{what} data: expected [P, N] with N <= {fmax}, found "
                     f"{list(d.shape)}")
     return issue(what, Opcode.BN_STATS, Engine.VECTOR, (d.shape[0], 6),
-                 _out_dtype(dtype, d.dtype), {"data": d}, {}, mask=mask)
+                 _out_dtype(dtype, d.dtype), {"data": d}, {}, mask=mask, mask_shape=d.shape)
 
 
 def bn_aggr(data: Any, *, mask: Any = None, dtype: Any = None) -> NkiTensor:
@@ -436,7 +440,7 @@ def bn_aggr(data: Any, *, mask: Any = None, dtype: Any = None) -> NkiTensor:
         raise _fail(ShapeError, f"{what} data: expected [P, 6*k] bn_stats results, found "
                     f"{list(d.shape)}")
     return issue(what, Opcode.BN_AGGR, Engine.VECTOR, (d.shape[0], 2), _out_dtype(dtype, d.dtype),
-                 {"data": d}, {}, mask=mask)
+                 {"data": d}, {}, mask=mask, mask_shape=d.shape)
 
 
 # --- DMA -------------------------------------------------------------------------------------
