@@ -230,8 +230,9 @@ class MaskExpr:
         return MaskExpr("bool", "not", None, (self,))
 
     def __bool__(self) -> bool:
-        raise _unsupported("a mask is a compile-time predicate over index expressions; "
-                               "combine masks with & and |, not 'and' / 'or' / 'if'")
+        # `a and b` / `a or b` as the reference examples write masks (mask_bool.py)
+        from .mask_bool import ask_bool
+        return ask_bool(self)
 
     @property
     def ndim(self) -> int:

@@ -19,6 +19,7 @@ from ..errors import DTypeError, KernelError, MemorySpaceError, ShapeError, Unsu
 from ..program.ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
 from .indexing import IndexExpr, MaskExpr
+from .mask_bool import resolve as resolve_mask
 from .operands import fail as _fail, require_tile as _tile
 from .operands import engine_arg, issue, op_name, scalar_value, shape_arg
 from . import rng as _rng
@@ -404,6 +405,7 @@ def affine_select(pred: Any, on_true_tile: Any, on_false_value: Any, *, mask: An
     """``pred ? on_true_tile : on_false_value`` for a compile-time affine predicate (GpSimd)."""
     what = "affine_select"
     t = _tile(on_true_tile, f"{what} on_true_tile")
+    pred = resolve_mask(pred)  # `a and b` written as the predicate (mask_bool.py)
     if not isinstance(pred, MaskExpr):
         raise _fail(KernelError, f"{what} pred: expected a comparison of index expressions, "
                     f"found {type(pred).__name__}")

@@ -17,6 +17,7 @@ from ..errors import AccessError, KernelError, MemorySpaceError, ShapeError, Uns
 from ..program.ir import Access, Affine, Engine, MemSpace, Opcode, Predicate
 from . import tracer as _tracer
 from .indexing import MaskExpr
+from .mask_bool import resolve
 from .tensor import NkiTensor
 
 ON_CHIP = (MemSpace.SBUF, MemSpace.PSUM)
@@ -76,6 +77,7 @@ def mask_box(mask: Any, shape: tuple[int, ...]
         no mask), the predicate still needed inside the box (None when the box is exact), and
         whether nothing at all is active.
     """
+    mask = resolve(mask)
     if mask is None or mask is True:
         return None, None, False
     if mask is False:
