@@ -145,7 +145,7 @@ def _unknown_method(a):
 
 
 def _view_other_dtype(a):
-    return a.view(nl.int32)  # BAD
+    return a.view(nl.int16)  # BAD
 
 
 def _assert_shape(a):
@@ -157,7 +157,8 @@ def _assert_shape(a):
     (_reshape_partition, ShapeError, r"expected the partition dim \(128\) kept"),
     (_reshape_strided, UnsupportedError, "would need a copy"),
     (_unknown_method, UnsupportedError, r"have no attribute 'permute'; expected one of shape"),
-    (_view_other_dtype, UnsupportedError, "reinterpreting float32 as int32 is not supported"),
+    (_view_other_dtype, UnsupportedError, r"reinterpreting float32 \(4 bytes\) as int16 \(2 "
+                                          r"bytes\) is not supported yet"),
     (_assert_shape, ShapeError, r"assert_shape: expected shape \[3, 3\], found \[16, 8\]"),
 ])
 def test_misuse_is_a_clear_error(kernel, cls, message):
@@ -202,3 +203,28 @@ def test_mgrid_names_its_free_axes_x_y_z():
                        r"found 2") as info:
         ncs.trace(bad, a)
     assert info.value.loc == bad_line(bad)
+
+
+def test_view_reinterprets_the_same_bytes():
+    """uint8 data read as float8_e4m3; float32 bits handled as int32 on chip and stored back
+    through an int32 view of a float32 output."""
+    import ml_dtypes
+
+    def k(q, x):
+        f8 = nl.ndarray(q.shape, nl.float32, buffer=nl.shared_hbm)
+        out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+        nl.store(f8, value=nl.copy(nl.load(q.view(nl.float8_e4m3)), dtype=nl.float32))
+        bits = nl.load(x).view(nl.int32)
+        absolute = nl.bitwise_and(bits, 0x7FFFFFFF, dtype=nl.int32)
+        nl.store(out.view(nl.int32), value=absolute)
+        return f8, out
+
+    q = RNG.integers(0, 120, (4, 16), dtype=np.uint8)  # finite float8_e4m3 bit patterns
+    x = RNG.standard_normal((4, 16)).astype(np.float32)
+    launch = ncs.trace(k, q, x)
+    np.testing.assert_array_equal(launch.outputs[0],
+                                  q.view(ml_dtypes.float8_e4m3fn).astype(np.float32))
+    np.testing.assert_array_equal(launch.outputs[1], np.abs(x))
+    res = ncs.simulate(k, q, x)
+    assert res.latency_ns > 0
+    np.testing.assert_array_equal(res.outputs[1], np.abs(x))

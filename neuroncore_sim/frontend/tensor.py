@@ -156,7 +156,7 @@ class NkiTensor(TensorSurface):
         if _is_identity(self.coefs):  # a whole tensor or a plain slice of one (the usual case)
             for s, b in zip(strides, self.base):
                 offset += s * b
-            self._access = Access(decl, offset, tuple(zip(strides, shape)))
+            self._access = Access(decl, offset, tuple(zip(strides, shape)), self._as_dtype(decl))
             return self._access
         steps = [0] * len(shape)
         for s, b, row in zip(strides, self.base, self.coefs):
@@ -166,7 +166,7 @@ class NkiTensor(TensorSurface):
                 if c:
                     steps[a] += s * c
                 a += 1
-        self._access = Access(decl, offset, tuple(zip(steps, shape)))
+        self._access = Access(decl, offset, tuple(zip(steps, shape)), self._as_dtype(decl))
         return self._access
 
     def out_of_bounds(self) -> str | None:

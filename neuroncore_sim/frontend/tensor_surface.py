@@ -151,14 +151,28 @@ class TensorSurface:
         return out
 
     def view(self: NkiTensor, dtype: Any) -> NkiTensor:
-        """The same bytes read as ``dtype``: the tensor itself when the dtype is its own."""
+        """The same bytes read as ``dtype`` (no copy): the tensor itself when the dtype is its
+        own; another dtype must have the same size (``uint8`` data as ``float8_e4m3``)."""
         from .. import dtypes as _dt
+        from .tensor import NkiTensor
         dt = _dt.to_dtype(dtype, "view dtype")
-        if dt == self.dtype and dtype_name(dt) == dtype_name(self.dtype):
+        if dtype_name(dt) == dtype_name(self.dtype):
             return self
-        raise _fail(UnsupportedError, f"view: reinterpreting {dtype_name(self.dtype)} as "
-                    f"{dtype_name(dt)} is not supported yet; expected the tensor's own dtype "
-                    f"{dtype_name(self.dtype)} (pass the data with the dtype the kernel reads)")
+        if dt.itemsize != np.dtype(self.dtype).itemsize:
+            raise _fail(UnsupportedError, f"view: reinterpreting {dtype_name(self.dtype)} "
+                        f"({np.dtype(self.dtype).itemsize} bytes) as {dtype_name(dt)} "
+                        f"({dt.itemsize} bytes) is not supported yet; expected a dtype of "
+                        f"the same size")
+        decl = self._resolved()
+        return NkiTensor(decl, self.shape, dt, self.base, self.coefs, self.space, self.lease,
+                         frame=self.frame)
+
+    def _as_dtype(self: NkiTensor, decl: Any) -> np.dtype | None:
+        """The dtype an access of this view reads its tensor as (None: the tensor's own)."""
+        dt = self.dtype
+        if dt is decl.dtype or dtype_name(dt) == dtype_name(decl.dtype):
+            return None
+        return dt
 
     def astype(self: NkiTensor, dtype: Any) -> NkiTensor:
         """A copy of the tile converted to ``dtype`` (``nl.copy`` with ``dtype=``)."""

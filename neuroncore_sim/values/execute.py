@@ -250,7 +250,7 @@ class Executor:
         self._will_write(access)
         self._checks.wrote(access)
         try:
-            np.copyto(dst, cast(arr, access.tensor.dtype), casting="unsafe")
+            np.copyto(dst, cast(arr, access.dtype), casting="unsafe")
         except ValueError:
             raise ShapeError(expected(f"values written to {access!r}", f"shape {dst.shape}",
                                       f"shape {arr.shape}")) from None
@@ -306,7 +306,7 @@ class Executor:
         if ins.mask is not None and acc.shape == ins.dsts["out"].shape:
             where = ins.mask.evaluate(acc.shape)
         rmw = _read_modify_write(ins)
-        if (value.ndim == 0 and where is None and not rmw
+        if (value.ndim == 0 and where is None and not rmw and acc.view_dtype is None
                 and self.memory.fill_later(acc, cast(value, acc.tensor.dtype))):
             return  # one value into a whole tile (a memset): written when first viewed
         dst = (self.memory.view(acc) if rmw or where is not None
@@ -325,7 +325,7 @@ class Executor:
                 # runs the same conversion straight into the destination, without a temporary
                 np.copyto(dst, value, casting="unsafe")
                 return
-            value = cast(value, acc.tensor.dtype)  # equal dtypes need no cast (the common case)
+            value = cast(value, acc.dtype)  # equal dtypes need no cast (the common case)
         if where is None:
             np.copyto(dst, value, casting="unsafe")
         else:
@@ -410,6 +410,7 @@ def _plain_load(ins: Instruction) -> bool:
     src, dst = ins.srcs.get("src"), ins.dsts["out"]
     return (ins.mask is None and src is not None and src.tensor.space is MemSpace.HBM
             and dst.tensor.space is MemSpace.SBUF and src.dtype == dst.dtype
+            and src.view_dtype is None and dst.view_dtype is None
             and src.shape == dst.shape and ins.attrs.get("indirect") is None
             and ins.attrs.get("dst_rmw_op") is None)
 
