@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import neuroncore_sim as ncs
-from neuroncore_sim.errors import UnsupportedError
+from neuroncore_sim.errors import SimulatorError, UnsupportedError
 import neuroncore_sim.nki.isa as nisa
 import neuroncore_sim.nki.language as nl
 
@@ -105,3 +105,45 @@ def test_uses_python_would_lose_are_errors(k, message):
     src, start = inspect.getsourcelines(k)
     bad = start + next(i for i, line in enumerate(src) if "# BAD" in line)
     assert info.value.loc == f"test_mask_and_or.py:{bad}"
+
+
+def test_masks_combine_with_bools_of_unrolled_loop_indices():
+    """(i_f < n) & (t * 8 < 8): the bool keeps or drops the whole mask."""
+    def k(a):
+        out = nl.ndarray((16, 32), a.dtype, buffer=nl.shared_hbm)
+        ix, iy = nl.mgrid[0:8, 0:32]
+        for t in nl.affine_range(2):
+            res = nl.zeros((8, 32), dtype=a.dtype)
+            res[ix, iy] = nl.copy(nl.load(a[t * 8 + ix, iy]),
+                                  mask=(iy < 20) & (t * 8 < 8) | (t > 5))
+            nl.store(out[t * 8 + ix, iy], value=res)
+        return out
+
+    a = RNG.random((16, 32), dtype=np.float32)
+    want = np.zeros_like(a)
+    want[:8, :20] = a[:8, :20]  # t = 1: (t * 8 < 8) is False, the copy is dropped
+    np.testing.assert_array_equal(ncs.trace(k, a).outputs[0], want)
+
+    def bad(a):
+        ix, iy = nl.mgrid[0:8, 0:32]
+        return nl.copy(nl.load(a[ix, iy]), mask=(iy < 20) & 3)  # BAD
+
+    with pytest.raises(SimulatorError, match=r"mask &: expected a comparison of index "
+                       r"expressions or a bool, found int"):
+        ncs.trace(bad, a)
+
+
+def test_accumulating_a_dropped_matmul_writes_nothing():
+    def k(a, b):
+        out = nl.ndarray((32, 64), nl.float32, buffer=nl.shared_hbm)
+        acc = nl.zeros((32, 64), nl.float32, buffer=nl.psum)
+        for t in nl.affine_range(3):
+            acc += nisa.nc_matmul(nl.load(a[t]), nl.load(b[t]), mask=(t < 2))
+        nl.store(out, value=nl.copy(acc))
+        return out
+
+    a = RNG.random((3, 16, 32), dtype=np.float32)
+    b = RNG.random((3, 16, 64), dtype=np.float32)
+    launch = ncs.trace(k, a, b)
+    np.testing.assert_allclose(launch.outputs[0], a[0].T @ b[0] + a[1].T @ b[1], rtol=1e-5)
+    assert sum(i.opcode.value == "nc_matmul" for i in launch.program.instructions) == 2

@@ -27,7 +27,7 @@ def test_reshape_of_a_vector_argument_loads_as_one_row():
         out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
         i_p = nl.arange(1)[:, None]
         i_f = nl.arange(g.shape[0])[None, :]
-        row = nl.load(g.reshape((1, g.shape[0]))[i_p, i_f])
+        row = nl.load(g.reshape(shape=(1, g.shape[0]))[i_p, i_f])
         nl.store(out, value=nl.load(x) * row.broadcast_to(x.shape))
         return out
 

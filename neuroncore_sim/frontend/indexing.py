@@ -210,6 +210,17 @@ class DynamicIndex:
         return f"DynamicIndex({self.tile!r} + {self.expr!r})"
 
 
+def _is_bool(x: object) -> bool:
+    return isinstance(x, (bool, np.bool_))
+
+
+def _mask_operand(x: object, op: str) -> MaskExpr:
+    if not isinstance(x, MaskExpr):
+        raise _unsupported(f"mask {op}: expected a comparison of index expressions or a bool, "
+                           f"found {type(x).__name__}", AccessError)
+    return x
+
+
 class MaskExpr:
     """A predicate over index expressions: ``expr op 0`` or a combination with ``&``, ``|``,
     ``~``. Used as the ``mask=`` argument of instructions."""
@@ -220,11 +231,20 @@ class MaskExpr:
                  parts: tuple[MaskExpr, ...]) -> None:
         self.kind, self.op, self.expr, self.parts = kind, op, expr, parts
 
-    def __and__(self, other: MaskExpr) -> MaskExpr:
-        return MaskExpr("bool", "and", None, (self, other))
+    def __and__(self, other: object) -> MaskExpr | bool:
+        # a Python bool is a condition on loop indices, known here because loops are unrolled
+        # (`(i_f < n) & (i * 128 < rows)`): it keeps or drops the whole mask
+        if _is_bool(other):
+            return self if other else False
+        return MaskExpr("bool", "and", None, (self, _mask_operand(other, "&")))
 
-    def __or__(self, other: MaskExpr) -> MaskExpr:
-        return MaskExpr("bool", "or", None, (self, other))
+    def __or__(self, other: object) -> MaskExpr | bool:
+        if _is_bool(other):
+            return True if other else self
+        return MaskExpr("bool", "or", None, (self, _mask_operand(other, "|")))
+
+    __rand__ = __and__
+    __ror__ = __or__
 
     def __invert__(self) -> MaskExpr:
         return MaskExpr("bool", "not", None, (self,))

@@ -26,8 +26,8 @@ from .indirect import atomic_rmw  # noqa: F401  (nl.atomic_rmw)
 from .rng import nl_dropout as dropout, rand, random_seed  # noqa: F401
 from .nlmath import *  # noqa: F401,F403  (the element-wise / reduction surface)
 from .nlmath import binary, copy_op  # noqa: F401
-from .operands import ON_CHIP, checked_access, issue_into, operand, scalar_value, shape_arg, \
-    start_partition_error
+from .operands import ON_CHIP, checked_access, dropped, issue_into, operand, scalar_value, \
+    shape_arg, start_partition_error
 from .tensor import NkiTensor
 
 # --- dtypes -------------------------------------------------------------------------------------
@@ -217,6 +217,8 @@ def assign(target: NkiTensor, value: Any) -> None:
         issue_into("memset", Opcode.MEMSET, Engine.VECTOR, dst, {}, {"value": v},
                    dst_spaces=(MemSpace.SBUF, MemSpace.PSUM))
         return
+    if value.decl is not None and value.decl in dropped(tr):
+        return  # the result of an instruction its mask dropped: nothing to write
     op = tr.pending if tr.pending is not None and tr.pending.result is value else None
     if (op is not None and op.engine is Engine.GPSIMD and op.engine_fixed
             and target.space is MemSpace.PSUM):
@@ -255,6 +257,8 @@ def _can_write(engine: Engine, space: MemSpace) -> bool:
 def accumulate(target: NkiTensor, value: Any, op: str) -> NkiTensor:
     """``target += value``: PSUM accumulation of a matmul, else an element-wise op in place."""
     tr = _tracer.current("in-place operator")
+    if isinstance(value, NkiTensor) and value.decl is not None and value.decl in dropped(tr):
+        return target  # `acc += instr(..., mask=False)`: the instruction was dropped
     pending = tr.pending
     if (op == "add" and pending is not None and pending.result is value
             and pending.opcode is Opcode.NC_MATMUL and target.space is MemSpace.PSUM

@@ -199,8 +199,10 @@ def issue(what: str, opcode: Opcode, engine: Engine, out_shape: tuple[int, ...],
     full = out_shape if mask_shape is None else tuple(mask_shape)
     box, residual, empty = mask_box(mask, full) if mask is not None else _NO_MASK
     if empty:
-        # The compiler drops a fully masked instruction; the result tile is left unwritten.
+        # The compiler drops a fully masked instruction; the result tile is left unwritten,
+        # and assigning or accumulating it (`psum += nc_matmul(..., mask=False)`) writes nothing
         decl = tr.new_tensor(out_space, out_shape, out_dtype, site=loc)
+        dropped(tr).add(decl)
         return NkiTensor.whole(decl)
     if mask_shape is not None and residual is not None:
         raise tr.fail(UnsupportedError, f"{what}: a mask that is not a rectangle over the "
@@ -220,6 +222,11 @@ def issue(what: str, opcode: Opcode, engine: Engine, out_shape: tuple[int, ...],
     tr.set_pending(_tracer.PendingOp(opcode, engine, src_acc, attrs, dst_acc, residual, box, loc,
                                      result))
     return result
+
+
+def dropped(tr: _tracer.Tracer) -> set:
+    """The result tiles of instructions a mask dropped entirely (see :func:`issue`)."""
+    return tr.lang_state.setdefault("dropped", set())  # type: ignore[return-value]
 
 
 def scalar_value(x: Any, what: str) -> float | int:

@@ -112,13 +112,19 @@ class TensorSurface:
                         f"{list(self.shape)}")
         return self
 
-    def reshape(self: NkiTensor, *shape: Any) -> NkiTensor:
-        """A view of the same elements in row-major order with a new shape (no copy).
+    def reshape(self: NkiTensor, *shape: Any, **kwargs: Any) -> NkiTensor:
+        """A view of the same elements in row-major order with a new shape (no copy):
+        ``t.reshape((a, b))``, ``t.reshape(a, b)`` or ``t.reshape(shape=(a, b))``.
 
         On-chip tiles keep their partition dim: only the free dims are reshaped.
         """
         from .tensor import NkiTensor
         tr = _tracer.current("reshape")
+        if "shape" in kwargs and not shape:
+            shape = (kwargs.pop("shape"),)
+        if kwargs or not shape:
+            raise tr.fail(KernelError, f"reshape: expected the new shape (positional or "
+                          f"shape=), found {'keywords ' + ', '.join(kwargs) if kwargs else 'none'}")
         new = _shape_arg(shape, math.prod(self.shape), "reshape")
         if new == self.shape:
             return self
