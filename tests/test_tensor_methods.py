@@ -228,3 +228,30 @@ def test_view_reinterprets_the_same_bytes():
     res = ncs.simulate(k, q, x)
     assert res.latency_ns > 0
     np.testing.assert_array_equal(res.outputs[1], np.abs(x))
+
+
+def test_indirect_rows_of_a_batch_of_a_reshaped_tensor():
+    """t[b, idx_tile, cols] on a reshaped [B, H*W, C] view: the rows of t[b] at idx_tile,
+    gathered from the input and scattered into a reshaped output."""
+    def k(data, idx):  # data: [2, 4, 8, 16] -> [2, 32, 16]; idx: [2, 24, 1] row numbers
+        got = nl.ndarray((2, 24, 16), data.dtype, buffer=nl.shared_hbm)
+        out = nl.ndarray((2, 4, 8, 16), data.dtype, buffer=nl.shared_hbm)
+        flat, out_flat = data.reshape(shape=(2, 32, 16)), out.reshape((2, 32, 16))
+        i_c = nl.arange(16)[None, :]
+        for b in nl.affine_range(2):
+            nl.store(out_flat[b], value=nl.zeros((32, 16), nl.float32))
+            rows = nl.load(idx[b])
+            tile = nl.load(flat[b, rows, i_c])
+            nl.store(got[b], value=tile)
+            nl.store(out_flat[b, rows, i_c], value=tile)
+        return got, out
+
+    data = RNG.random((2, 4, 8, 16), dtype=np.float32)
+    idx = np.stack([RNG.permutation(32)[:24] for _ in range(2)])[:, :, None].astype(np.int32)
+    got, out = ncs.trace(k, data, idx).outputs
+    flat = data.reshape(2, 32, 16)
+    want = np.zeros_like(flat)
+    for b in range(2):
+        np.testing.assert_array_equal(got[b], flat[b, idx[b, :, 0]])
+        want[b, idx[b, :, 0]] = flat[b, idx[b, :, 0]]
+    np.testing.assert_array_equal(out.reshape(2, 32, 16), want)

@@ -303,6 +303,9 @@ class NkiTensor(TensorSurface):
         if any(isinstance(k, (NkiTensor, DynamicIndex)) for k in key):
             if self.space is MemSpace.HBM:  # an index tile: indirect DMA operand
                 from .indirect import indirect_view
+                k = next(i for i, x in enumerate(key) if isinstance(x, (NkiTensor, DynamicIndex)))
+                if k and all(_is_int(x) for x in key[:k]):  # t[b, idx_tile, ...]: rows of t[b]
+                    return indirect_view(self[key[:k]]._framed(self.shape[k:]), key[k:])
                 return indirect_view(self, key)  # type: ignore[return-value]
             from .dynamic import dynamic_view  # a runtime (SBUF-held) offset on chip
             return dynamic_view(self, key)  # type: ignore[return-value]

@@ -128,6 +128,14 @@ class TensorSurface:
         new = _shape_arg(shape, math.prod(self.shape), "reshape")
         if new == self.shape:
             return self
+        return self._framed(new)
+
+    def _framed(self: NkiTensor, new: tuple[int, ...]) -> NkiTensor:
+        """The view's elements in row-major order as a view of shape ``new`` whose dims are its
+        own (a frame): what reshape gives, also for ``new == shape`` (a sub-tensor that indirect
+        indexing then treats as a whole tensor)."""
+        from .tensor import NkiTensor
+        tr = _tracer.current("reshape")
         view = self
         if self.space is not MemSpace.HBM:
             view = self.partition_first()
