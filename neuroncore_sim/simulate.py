@@ -188,7 +188,8 @@ def _def_loc(fn: Callable[..., Any]) -> str | None:
 
 
 def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None, functional: bool = True,
-          on_record: Callable[[int], None] | None = None, **kwargs: Any) -> Launch:
+          on_record: Callable[[int], None] | None = None,
+          kernel_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> Launch:
     """Run a kernel once per SPMD instance, recording its Program and computing its outputs.
 
     Args:
@@ -197,7 +198,11 @@ def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None, functiona
         config: preset name, TOML path or NeuronCoreConfig.
         functional: compute values (False: record only, no numpy work).
         on_record: progress hook, called with the count of recorded instructions.
+        kernel_kwargs: keyword arguments for the kernel whose names may be the simulator's own
+            (a kernel parameter called ``config`` or ``grid``); merged with ``kwargs``.
     """
+    if kernel_kwargs:
+        kwargs = {**kwargs, **kernel_kwargs}
     fn = getattr(kernel, "func", kernel)
     torch_args = TorchArgs(args, kwargs)  # torch tensors -> numpy views of their memory
     args, kwargs = torch_args.args, torch_args.kwargs
@@ -294,7 +299,8 @@ def _collect(tr: _tracer.Tracer, executor: PipelinedExecutor | None, returned: A
 
 def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
              functional: bool = True, timing: bool = True,
-             progress: bool | ProgressFactory = False, **kwargs: Any) -> SimResult:
+             progress: bool | ProgressFactory = False,
+             kernel_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> SimResult:
     """Run a kernel launch: its values (unless ``functional=False``) and its estimated timing.
 
     Args:
@@ -306,6 +312,8 @@ def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
         timing: run the timing model.
         progress: True shows progress bars for tracing and timing (tqdm on stderr); or a
             :data:`ProgressFactory` drawing them some other way. Off by default.
+        kernel_kwargs: keyword arguments for the kernel whose names may be the simulator's own
+            (``config=`` of a kernel that takes a config); merged with ``kwargs``.
 
     Returns:
         SimResult with ``outputs``, ``latency_ns``, ``events`` and ``summary()``.
@@ -319,7 +327,8 @@ def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
     name = getattr(kernel, "__name__", "kernel")
     with _bar(bars, f"{name}: tracing", None) as bar:
         launch = trace(kernel, *args, grid=grid, config=cfg, functional=functional,
-                       on_record=bar.update if bar is not None else None, **kwargs)
+                       on_record=bar.update if bar is not None else None,
+                       kernel_kwargs=kernel_kwargs, **kwargs)
         if bar is not None:
             bar.update(len(launch.program.instructions))
     times = None
@@ -403,12 +412,14 @@ class Kernel:
             return self.func(*args, **kwargs)  # a sub-kernel: inline it
         session = _SESSION.get()
         targs = TorchArgs(args, kwargs)  # torch arguments give torch results
+        # every keyword belongs to the kernel, even one named like a simulator option
         if session is None:
-            res = simulate(self, *targs.args, grid=self.grid, timing=False, **targs.kwargs)
+            res = simulate(self, *targs.args, grid=self.grid, timing=False,
+                           kernel_kwargs=targs.kwargs)
         else:
             res = simulate(self, *targs.args, grid=self.grid, config=session.config,
                            functional=session.functional, progress=session.progress,
-                           **targs.kwargs)
+                           kernel_kwargs=targs.kwargs)
         return targs.results(_unwrap(res.outputs))
 
     def __repr__(self) -> str:

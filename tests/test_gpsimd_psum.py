@@ -58,3 +58,22 @@ def test_gpsimd_results_in_sbuf_and_picked_engines_still_work():
     a = np.arange(32, dtype=np.float32).reshape(4, 8)
     b = np.arange(32, dtype=np.int32).reshape(4, 8)
     np.testing.assert_array_equal(ncs.trace(k, a, b).outputs[0], a + 2 * b)
+
+
+def test_affine_select_from_psum_is_staged_in_sbuf():
+    """NKI's attention kernels select straight from PSUM scores: a VectorE copy to SBUF first,
+    then the GpSimd affine_select reads SBUF."""
+    def k(a, b):
+        out = nl.ndarray((32, 32), nl.float32, buffer=nl.shared_hbm)
+        scores = nisa.nc_matmul(nl.load(a), nl.load(b))  # PSUM
+        i_q, i_k = nl.mgrid[0:32, 0:32]
+        nl.store(out, value=nisa.affine_select(i_q - i_k >= 0, scores, -9984.0))
+        return out
+
+    a = np.random.default_rng(1).random((16, 32), dtype=np.float32)
+    b = np.random.default_rng(2).random((16, 32), dtype=np.float32)
+    launch = ncs.trace(k, a, b)
+    want = np.where(np.tril(np.ones((32, 32), bool)), a.T @ b, -9984.0)
+    np.testing.assert_allclose(launch.outputs[0], want, rtol=1e-5)
+    sel = next(i for i in launch.program.instructions if i.opcode.value == "affine_select")
+    assert sel.engine.value == "gpsimd" and sel.srcs["on_true"].space.value == "sbuf"

@@ -409,7 +409,10 @@ def affine_select(pred: Any, on_true_tile: Any, on_false_value: Any, *, mask: An
     if not isinstance(pred, MaskExpr):
         raise _fail(KernelError, f"{what} pred: expected a comparison of index expressions, "
                     f"found {type(pred).__name__}")
-    _no_gpsimd_psum(Engine.GPSIMD, what, t)
+    if t.space is MemSpace.PSUM:
+        # GpSimd cannot read PSUM (arch.md 1.4), yet NKI's attention kernels select straight
+        # from PSUM scores: the compiler has to stage them in SBUF, a VectorE copy here
+        t = tensor_copy(t, mask=mask)
     return issue(what, Opcode.AFFINE_SELECT, Engine.GPSIMD, t.shape, _out_dtype(dtype, t.dtype),
                  {"on_true": t}, {"pred": pred.to_predicate(t.ndim),
                                   "on_false_value": scalar_value(on_false_value, what)}, mask=mask)

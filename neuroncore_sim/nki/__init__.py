@@ -49,7 +49,7 @@ def simulate_kernel(kernel: Any, *args: Any, **kwargs: Any) -> Any:
     ``kernel`` may be a plain function, an ``nki.jit`` kernel, or ``kernel[grid]``.
     """
     targs = TorchArgs(args, kwargs)  # torch arguments give torch results
-    res = simulate(kernel, *targs.args, timing=False, **targs.kwargs)
+    res = simulate(kernel, *targs.args, timing=False, kernel_kwargs=targs.kwargs)
     if not res.outputs:
         return None
     return targs.results(res.outputs[0] if len(res.outputs) == 1 else res.outputs)

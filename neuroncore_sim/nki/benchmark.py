@@ -49,7 +49,7 @@ class BenchmarkKernel(Kernel):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         iters = int(self.options.get("iters", 100))
-        res = simulate(self, *args, grid=self.grid, functional=False, **kwargs)
+        res = simulate(self, *args, grid=self.grid, functional=False, kernel_kwargs=kwargs)
         self.benchmark_result = BenchmarkResult(LatencyStats(res.latency_ns / 1000.0, iters), res)
         return None
 
@@ -72,7 +72,7 @@ class ProfileKernel(Kernel):
     """A kernel whose calls run the full simulation and write a profile directory."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        res = simulate(self, *args, grid=self.grid, **kwargs)
+        res = simulate(self, *args, grid=self.grid, kernel_kwargs=kwargs)
         out = Path(self.options.get("working_directory") or ".")
         out.mkdir(parents=True, exist_ok=True)
         (out / "summary.json").write_text(json.dumps(res.summary(), indent=2, default=str))
