@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
 import pytest
 
 import neuroncore_sim as ncs

@@ -77,7 +77,8 @@ class DynamicView:
             lo, hi = max(lo, math.ceil(a)), min(hi, math.floor(b))
         if lo > hi:
             raise _fail(AccessError, f"dynamic index: no offset keeps {decl.name} "
-                        f"{list(static.dims)} in bounds for an access of shape {list(static.shape)}")
+                        f"{list(static.dims)} in bounds for an access of shape "
+                        f"{list(static.shape)}")
         lo, hi = int(lo), int(hi)
         base = tuple(b + c * lo for b, c in zip(static.base, self.delta))
         coefs = tuple((row[0], c) + row[1:] for row, c in zip(static.coefs, self.delta))

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import AccessError, UnsupportedError
+from ..errors import AccessError
 from .indexing import IndexExpr, _is_int, _unsupported
 
 if TYPE_CHECKING:  # (tensor.py imports this module: NkiTensor is imported where it is used)

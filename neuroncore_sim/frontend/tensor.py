@@ -384,7 +384,8 @@ class NkiTensor(TensorSurface):
                     f"expression, found {type(item).__name__}")
             axis += 1
         return NkiTensor(self.decl, tuple(shape), self.dtype, tuple(base),
-                         tuple(tuple(r) for r in new_coefs), self.space, self.lease, frame=self.frame)
+                         tuple(tuple(r) for r in new_coefs), self.space, self.lease,
+                         frame=self.frame)
 
     def _index_affine(self, key: tuple[Any, ...]) -> NkiTensor:
         if len(key) != self.ndim or any(not (isinstance(k, IndexExpr) or _is_int(k)) for k in key):
