@@ -289,12 +289,29 @@ def _collect(tr: _tracer.Tracer, executor: PipelinedExecutor | None, returned: A
                     f"kernel return value: expected HBM tensors (nl.ndarray(..., "
                     f"buffer=nl.shared_hbm), written with nl.store), found a tile in "
                     f"{item.space.value}" + (f" made at {made}" if made else ""), def_loc)
-            outs.append(values(item.tensor) if executor is not None else None)
+            outs.append(_view_values(item, values(item.tensor)) if executor is not None
+                        else None)
         else:
             outs.append(item)
     if not items:
         outs = [user_arrays[t] for t in sorted(user_arrays) if t in written]
     return tuple(outs)
+
+
+def _view_values(view: NkiTensor, whole: np.ndarray) -> np.ndarray:
+    """The values a returned HBM view selects (``return out.reshape(...)``, a slice, a
+    ``view(dtype)``): the whole tensor's array when it is the whole tensor as declared."""
+    acc = view.access()
+    decl = view.tensor
+    if (acc.view_dtype is None and acc.offset == 0 and acc.shape == tuple(decl.shape)
+            and acc.pattern == tuple(zip(decl.strides, decl.shape))):
+        return whole
+    flat = np.ascontiguousarray(whole).reshape(-1)  # HBM storage is C order
+    if acc.view_dtype is not None:
+        flat = flat.view(acc.view_dtype)
+    isz = flat.itemsize
+    return np.ndarray(acc.shape, flat.dtype, flat, acc.offset * isz,
+                      [st * isz for st, _ in acc.pattern]).copy()
 
 
 def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,

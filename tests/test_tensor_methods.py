@@ -255,3 +255,18 @@ def test_indirect_rows_of_a_batch_of_a_reshaped_tensor():
         np.testing.assert_array_equal(got[b], flat[b, idx[b, :, 0]])
         want[b, idx[b, :, 0]] = flat[b, idx[b, :, 0]]
     np.testing.assert_array_equal(out.reshape(2, 32, 16), want)
+
+
+def test_returned_views_give_the_values_they_select():
+    """`return out.reshape(...)` (NKI's transpose kernel does this) returns the reshaped
+    values; a returned slice or dtype view returns what it selects."""
+    def k(a):
+        out = nl.ndarray((4, 6), a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.load(a))
+        return out.reshape((2, 2, 6)), out[1:3], out.view(nl.int32)
+
+    a = RNG.random((4, 6), dtype=np.float32)
+    shaped, rows, bits = ncs.trace(k, a).outputs
+    np.testing.assert_array_equal(shaped, a.reshape(2, 2, 6))
+    np.testing.assert_array_equal(rows, a[1:3])
+    np.testing.assert_array_equal(bits, a.view(np.int32))
