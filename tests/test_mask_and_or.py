@@ -147,3 +147,19 @@ def test_accumulating_a_dropped_matmul_writes_nothing():
     launch = ncs.trace(k, a, b)
     np.testing.assert_allclose(launch.outputs[0], a[0].T @ b[0] + a[1].T @ b[1], rtol=1e-5)
     assert sum(i.opcode.value == "nc_matmul" for i in launch.program.instructions) == 2
+
+
+def test_and_with_a_bool_on_the_right():
+    def k(a):
+        out = nl.ndarray((16, 32), a.dtype, buffer=nl.shared_hbm)
+        ix, iy = nl.mgrid[0:8, 0:32]
+        for t in nl.affine_range(2):
+            res = nl.zeros((8, 32), dtype=a.dtype)
+            res[ix, iy] = nl.copy(nl.load(a[t * 8 + ix, iy]), mask=(iy < 20 and t < 1))
+            nl.store(out[t * 8 + ix, iy], value=res)
+        return out
+
+    a = RNG.random((16, 32), dtype=np.float32)
+    want = np.zeros_like(a)
+    want[:8, :20] = a[:8, :20]
+    np.testing.assert_array_equal(ncs.trace(k, a).outputs[0], want)
