@@ -163,3 +163,27 @@ def test_and_with_a_bool_on_the_right():
     want = np.zeros_like(a)
     want[:8, :20] = a[:8, :20]
     np.testing.assert_array_equal(ncs.trace(k, a).outputs[0], want)
+
+
+def test_an_and_whose_value_is_never_a_mask_is_reported():
+    def before(a):
+        ix, iy = nl.mgrid[0:8, 0:32]
+        print(ix < 4 and iy < 16)
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.load(a))  # BAD: the next instruction after the print
+        return out
+
+    def last(a):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.load(a))
+        ix, iy = nl.mgrid[0:8, 0:32]
+        print(ix < 4 and iy < 16)  # BAD: no instruction follows
+        return out
+
+    for k, message in ((before, "is not the mask= of the next instruction"),
+                       (last, "never became an instruction's mask=")):
+        with pytest.raises(UnsupportedError, match=message) as info:
+            ncs.trace(k, A)
+        src, start = inspect.getsourcelines(k)
+        bad = start + next(i for i, line in enumerate(src) if "# BAD" in line)
+        assert info.value.loc == f"test_mask_and_or.py:{bad}"

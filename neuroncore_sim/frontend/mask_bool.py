@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import dis
+import os
 import sys
 from types import CodeType, FrameType
 from typing import Any
@@ -27,8 +28,8 @@ from ..errors import UnsupportedError
 
 #: code object -> (offsets in order, offset -> instruction)
 _CODE: dict[CodeType, tuple[list[int], dict[int, dis.Instruction]]] = {}
-#: pending left operands: (frame, end offset of the expression, "and" / "or", mask)
-_PENDING: list[tuple[FrameType, int, str, Any]] = []
+#: pending left operands: (frame, end offset of the expression, "and" / "or", mask, line)
+_PENDING: list[tuple[FrameType, int, str, Any, int]] = []
 
 _HINT = ("combine masks with & and | (e.g. mask=(i < n) & (j < m)), or pass 'a and b' / "
          "'a or b' directly as mask=")
@@ -86,11 +87,11 @@ def ask_bool(mask: Any) -> bool:
         if after is not None and after.opname.startswith("STORE"):
             error = (f"'{kind}' between masks stored in a variable loses the left mask; "
                      f"{_HINT}")
-        elif any(f is frame and k != kind for f, _, k, _ in _PENDING):
+        elif any(p[0] is frame and p[2] != kind for p in _PENDING):
             error = f"'and' and 'or' mixed between masks; {_HINT}"
     if error is not None:
         raise _fail(error)
-    _PENDING.append((frame, end, kind, mask))
+    _PENDING.append((frame, end, kind, mask, frame.f_lineno))
     return kind == "and"  # and: go on to the right operand; or: likewise
 
 
@@ -106,7 +107,7 @@ def resolve(mask: Any) -> Any:
         f = f.f_back  # type: ignore[assignment]
     taken, keep = [], []
     for entry in _PENDING:
-        fr, end, kind, left = entry
+        fr, end, kind, left, _ = entry
         if fr not in live:
             continue  # its frame has returned: the expression's value went elsewhere
         now = _current(fr)
@@ -121,9 +122,19 @@ def resolve(mask: Any) -> Any:
                         f"instruction; {_HINT}")
         taken.append(entry)
     _PENDING[:] = keep
-    for _, _, kind, left in reversed(taken):
+    for _, _, kind, left, _ in reversed(taken):
         mask = (left & mask) if kind == "and" else (left | mask)
     return mask
+
+
+def leftover() -> str | None:
+    """At the end of a launch: "file.py:LINE" of an and / or between masks whose value never
+    reached an instruction's mask (forgotten here either way), else None."""
+    if not _PENDING:
+        return None
+    frame, line = _PENDING[0][0], _PENDING[0][4]
+    _PENDING.clear()
+    return f"{os.path.basename(frame.f_code.co_filename)}:{line}"
 
 
 def _fail(message: str) -> UnsupportedError:

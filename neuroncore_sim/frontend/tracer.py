@@ -34,7 +34,7 @@ from typing import Callable, Iterator, Protocol
 import numpy as np
 
 from ..config import NeuronCoreConfig
-from ..errors import InputWriteWarning, SimulatorError, SimulatorWarning
+from ..errors import InputWriteWarning, SimulatorError, SimulatorWarning, UnsupportedError
 from ..program.ir import (Access, Engine, Instruction, MemSpace, Opcode, Placement, Predicate,
                           Program, SourceLoc, TensorDecl)
 from .loopcheck import loop_carried_reads
@@ -256,6 +256,11 @@ class Tracer:
         (``loopcheck.py``), and warn when a kernel that returns its outputs writes its inputs
         (NKI allows writing inputs only in output-argument kernels)."""
         self.flush()
+        from .mask_bool import leftover
+        where = leftover()
+        if where is not None:
+            raise UnsupportedError(f"'and' / 'or' between masks whose value never became an "
+                                   f"instruction's mask=; combine masks with & and |", where)
         if self.program.loops:
             self.warnings.extend(loop_carried_reads(self.program))
         if returned is None or (isinstance(returned, (tuple, list)) and not returned):
