@@ -187,3 +187,17 @@ def test_an_and_whose_value_is_never_a_mask_is_reported():
         src, start = inspect.getsourcelines(k)
         bad = start + next(i for i, line in enumerate(src) if "# BAD" in line)
         assert info.value.loc == f"test_mask_and_or.py:{bad}"
+
+
+def test_a_failed_launch_leaves_nothing_pending():
+    def broken(a):
+        ix, iy = nl.mgrid[0:8, 0:32]
+        return nl.copy(nl.load(a[ix, iy]), mask=(ix < 4 and iy < 16), dtype="no-such-dtype")
+
+    with pytest.raises(SimulatorError):
+        ncs.trace(broken, A)
+
+    def no_instructions(a):  # nothing here would drop the stale operand on its own
+        return nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+
+    assert ncs.trace(no_instructions, A).outputs[0].shape == A.shape

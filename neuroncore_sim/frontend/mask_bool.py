@@ -127,6 +127,11 @@ def resolve(mask: Any) -> Any:
     return mask
 
 
+def forget() -> None:
+    """Drop pending operands (a new launch: an earlier one may have stopped with an error)."""
+    _PENDING.clear()
+
+
 def leftover() -> str | None:
     """At the end of a launch: "file.py:LINE" of an and / or between masks whose value never
     reached an instruction's mask (forgotten here either way), else None."""

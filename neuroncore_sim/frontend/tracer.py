@@ -185,6 +185,8 @@ class Tracer:
         self.lang_state: dict[str, object] = {}
         #: the running nl.affine_range iterations, outermost first: (loop id, iteration)
         self.loops: tuple[tuple[int, int], ...] = ()
+        from .mask_bool import forget
+        forget()  # `a and b` masks left pending by an earlier launch that failed
 
     @contextlib.contextmanager
     def active(self) -> Iterator[Tracer]:
