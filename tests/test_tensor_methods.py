@@ -270,3 +270,18 @@ def test_returned_views_give_the_values_they_select():
     np.testing.assert_array_equal(shaped, a.reshape(2, 2, 6))
     np.testing.assert_array_equal(rows, a[1:3])
     np.testing.assert_array_equal(bits, a.view(np.int32))
+
+
+def test_reshape_of_a_block_tile_needs_one_block():
+    def k(a):
+        t = nl.ndarray((2, nl.par_dim(16), 8), nl.float32, buffer=nl.sbuf)
+        t[0] = nl.load(a)
+        t[1] = nl.load(a)
+        out = nl.ndarray((16, 2, 4), nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, value=t[1].reshape((16, 2, 4)))
+        return t.reshape((2, 16, 2, 4))  # BAD: block dims first
+
+    with pytest.raises(ShapeError, match=r"whose first axis is not its partition dim \(\[2, 16, "
+                       r"8\], block dims first\)") as info:
+        ncs.trace(k, RNG.random((16, 8), dtype=np.float32))
+    assert info.value.loc == bad_line(k)

@@ -139,7 +139,11 @@ class TensorSurface:
         view = self
         if self.space is not MemSpace.HBM:
             view = self.partition_first()
-            if view.shape[0] != self.shape[0] or not new or new[0] != self.shape[0]:
+            if view is not self:  # the partitions are walked by a later axis, or by none
+                raise tr.fail(ShapeError, f"reshape of a {self.space.value} tile whose first "
+                              f"axis is not its partition dim ({list(self.shape)}, block dims "
+                              f"first): reshape one block, t[b].reshape(...)")
+            if not new or new[0] != self.shape[0]:
                 raise tr.fail(ShapeError, f"reshape of a {self.space.value} tile: expected the "
                               f"partition dim ({view.shape[0]}) kept as the first dim, found "
                               f"{list(self.shape)} -> {list(new)}")
