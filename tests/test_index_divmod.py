@@ -122,3 +122,15 @@ def test_unrepresentable_divmod_is_a_clear_error(k, shape, message):
     with pytest.raises(SimulatorError, match=message) as info:
         ncs.trace(k, np.zeros(shape, np.float32))
     assert info.value.loc == _line(k)
+
+
+def test_partitions_are_never_merged_with_free_elements():
+    def k(a):  # a [32, 4] tile read as 128 "partitions": not one partition axis
+        t = nl.load(a)
+        i = nl.arange(128)[:, None]
+        return nl.copy(t[i // 4, i % 4])  # BAD
+
+    with pytest.raises(SimulatorError, match=r"axis 0 walks the partitions of t\d+ and other "
+                       r"elements together") as info:
+        ncs.trace(k, np.zeros((32, 4), np.float32))
+    assert info.value.loc == _line(k)

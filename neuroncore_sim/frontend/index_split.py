@@ -321,6 +321,15 @@ def split_view(t: NkiTensor, key: tuple[Any, ...]) -> NkiTensor:
         return NkiTensor(t.decl, user_shape, t.dtype, tuple(base), new, t.space, t.lease,
                          frame=t.frame)
     # one storage stride per user axis: a frame over the storage, checked here
+    from ..program.ir import MemSpace
+    if t.space is not MemSpace.HBM:  # partitions are separate memories: never merged
+        pd = t.pdim
+        for a, g in enumerate(groups):
+            if len(g) > 1 and any(coefs[pd][j] for j in g):
+                raise _unsupported(f"index with // or %: axis {a} walks the partitions of "
+                                   f"{t.tensor.name} and other elements together; expected "
+                                   f"the partition axis split only where it maps to the "
+                                   f"partition dim alone", AccessError)
     problem = inner.out_of_bounds() or inner.tile_error()
     if problem:
         raise _unsupported(f"index: {problem}", AccessError)
