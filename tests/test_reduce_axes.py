@@ -60,16 +60,17 @@ def _isa_apart(a):
     return nisa.tensor_reduce(np.add, t, axis=[1, 3])  # BAD
 
 
-def _masked_apart(a):
+def _masked_apart(a):  # a triangle over the reduced axes: no rectangle to shrink to
     t = nl.load(a)
-    i = nl.arange(8)[:, None, None, None]
-    return nl.sum(t, axis=[1, 3], mask=(i < 4))  # BAD
+    i, j = nl.arange(3)[None, :, None, None], nl.arange(5)[None, None, None, :]
+    return nl.sum(t, axis=[1, 3], mask=(i < j))  # BAD
 
 
 @pytest.mark.parametrize("k,cls,message", [
     (_isa_apart, KernelError, r"tensor_reduce axis: expected consecutive free axes \(>= 1\), "
                               r"found \[1, 3\]"),
-    (_masked_apart, UnsupportedError, r"non-adjacent axes \[1, 3\] with mask= is not supported"),
+    (_masked_apart, UnsupportedError, r"tensor_reduce: a mask that is not a rectangle over the "
+                                      r"input \[8, 4, 3, 5\] is not supported"),
 ])
 def test_errors(k, cls, message):
     with pytest.raises(cls, match=message) as info:
@@ -77,3 +78,18 @@ def test_errors(k, cls, message):
     src, start = inspect.getsourcelines(k)
     bad = start + next(i for i, line in enumerate(src) if "# BAD" in line)
     assert info.value.loc == f"test_reduce_axes.py:{bad}"
+
+
+def test_masked_reduction_over_non_adjacent_axes():
+    """A ragged pooling window: rows < 6 of each partition and columns < 3 of each window."""
+    def k(a):  # a: [8, 3, 4, 5]; sum over axes 1 and 3 where p < 6, axis-1 index < 2, j < 3
+        t = nl.load(a)
+        p, i, _, j = nl.mgrid[0:8, 0:3, 0:4, 0:5]
+        s = nl.sum(t, axis=[1, 3], mask=(p < 6) & (i < 2) & (j < 3))
+        out = nl.ndarray((6, 4), nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, value=s[0:6])
+        return out
+
+    a = RNG.random((8, 3, 4, 5), dtype=np.float32)
+    want = a[:6, :2, :, :3].sum(axis=(1, 3))
+    np.testing.assert_allclose(ncs.trace(k, a).outputs[0], want, rtol=1e-5)

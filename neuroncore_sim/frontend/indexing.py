@@ -335,3 +335,18 @@ def ds(start: int, size: int) -> slice:
         raise _unsupported(f"nl.ds: expected an integer start >= 0 and size >= 1, found start "
                            f"{start!r}, size {size!r}", AccessError)
     return slice(int(start), int(start) + int(size))
+
+
+def permuted_mask(mask: object, order: list[int], ndim: int) -> object:
+    """``mask`` over an ``ndim``-axis grid with its axes reordered (axis k of the result is
+    axis ``order[k]``): the mask of an operand whose access pattern was reordered."""
+    if not isinstance(mask, MaskExpr):
+        return mask  # True / False / None
+    if mask.ndim > ndim:
+        return mask  # too many axes: mask_box reports it
+    if mask.expr is not None:
+        e = mask.expr.aligned(ndim)
+        return MaskExpr(mask.kind, mask.op, IndexExpr(e.const, tuple(e.coefs[a] for a in order),
+                                                      tuple(e.sizes[a] for a in order)), ())
+    return MaskExpr(mask.kind, mask.op, None,
+                    tuple(permuted_mask(p, order, ndim) for p in mask.parts))

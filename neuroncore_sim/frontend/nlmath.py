@@ -22,6 +22,8 @@ from ..errors import KernelError, MemorySpaceError, ShapeError, UnsupportedError
 from ..program.ir import MemSpace
 from . import isa as nisa
 from . import tracer as _tracer
+from .indexing import permuted_mask
+from .mask_bool import resolve as resolve_mask
 from .operands import nki_op, shape_arg
 from .tensor import NkiTensor
 
@@ -189,14 +191,13 @@ def _reduce_apart(name: str, x: NkiTensor, axes: list[int], dtype: Any, keepdims
     does): tensor_reduce needs consecutive axes, so the operand's access pattern lists the
     reduced axes last (a free reordering of its dims, no data movement) and one tensor_reduce
     reduces them; same cost (N elements per partition)."""
-    if mask is not None:
-        raise _tracer.current().fail(
-            UnsupportedError, f"nl reduction over the non-adjacent axes {axes} with mask= is not "
-            f"supported yet; reduce without a mask or over consecutive axes")
     kept = [a for a in range(x.ndim) if a not in axes]
-    reordered = x._permuted(kept + axes)
+    order = kept + axes
+    reordered = x._permuted(order)
     last = tuple(range(len(kept), x.ndim))
-    out = nisa.tensor_reduce(name, reordered, last, dtype=dtype)
+    if mask is not None:  # the mask ranges over the input's axes: reorder them alike
+        mask = permuted_mask(resolve_mask(mask), order, x.ndim)
+    out = nisa.tensor_reduce(name, reordered, last, dtype=dtype, mask=mask)
     if not keepdims:
         return out
     return out[tuple(None if a in axes else slice(None) for a in range(x.ndim))]
