@@ -285,3 +285,26 @@ def test_reshape_of_a_block_tile_needs_one_block():
                        r"8\], block dims first\)") as info:
         ncs.trace(k, RNG.random((16, 8), dtype=np.float32))
     assert info.value.loc == bad_line(k)
+
+
+def test_shift_and_reflected_operators_and_the_ones_without_an_instruction():
+    def k(a):
+        u = nl.load(a)
+        out = nl.ndarray((5,) + a.shape, a.dtype, buffer=nl.shared_hbm)
+        for n, r in enumerate((u << 2, 1 << u, u >> 1, 6 & u, 9 ^ u)):
+            nl.store(out[n], value=r)
+        return out
+
+    a = np.arange(16, dtype=np.int32).reshape(4, 4) % 8
+    got = ncs.trace(k, a).outputs[0]
+    for g, w in zip(got, (a << 2, 1 << a, a >> 1, 6 & a, 9 ^ a)):
+        np.testing.assert_array_equal(g, w)
+
+    def bad(a):
+        t = nl.load(a)
+        return t // 2  # BAD
+
+    with pytest.raises(UnsupportedError, match=r"this Python operator has no NKI instruction "
+                       r"for tiles \(//, divmod, @, round\)") as info:
+        ncs.trace(bad, a)
+    assert info.value.loc == bad_line(bad)

@@ -233,6 +233,25 @@ class TensorSurface:
         raise _fail(UnsupportedAttributeError, f"tensor.{name}: NKI tensors (2.2x reference) "
                     f"have no attribute {name!r}; expected one of {', '.join(DOCUMENTED)}")
 
+    # --- operators the element-wise ones in tensor.py leave out ---------------------------------
+    def __lshift__(self, o: Any) -> Any: return _lang().left_shift(self, o)
+    def __rlshift__(self, o: Any) -> Any: return _lang().left_shift(o, self)
+    def __rshift__(self, o: Any) -> Any: return _lang().right_shift(self, o)
+    def __rrshift__(self, o: Any) -> Any: return _lang().right_shift(o, self)
+    def __rpow__(self, o: Any) -> Any: return _lang().power(o, self)
+    def __rmod__(self, o: Any) -> Any: return _lang().mod(o, self)
+    def __rand__(self, o: Any) -> Any: return _lang().bitwise_and(o, self)
+    def __ror__(self, o: Any) -> Any: return _lang().bitwise_or(o, self)
+    def __rxor__(self, o: Any) -> Any: return _lang().bitwise_xor(o, self)
+
+    def _no_operator(self, *_: Any) -> Any:
+        raise _fail(UnsupportedError, "this Python operator has no NKI instruction for tiles "
+                    "(//, divmod, @, round); use nl.floor(nl.divide(a, b)), nl.mod, nl.matmul "
+                    "or nisa calls")
+
+    __floordiv__ = __rfloordiv__ = __divmod__ = __rdivmod__ = _no_operator
+    __matmul__ = __rmatmul__ = __round__ = _no_operator
+
     def __iter__(self) -> Any:
         raise _fail(UnsupportedError, "iterating over a tile is not supported; index it with "
                     "nl.affine_range loops instead")
@@ -254,6 +273,11 @@ class TensorSurface:
 
     def __float__(self) -> float:
         raise host_value("float value", "tile arithmetic (nl.multiply etc.)")
+
+
+def _lang() -> Any:
+    from . import language
+    return language
 
 
 def host_value(what: str, instead: str) -> KernelError:
