@@ -134,3 +134,34 @@ def test_partitions_are_never_merged_with_free_elements():
                        r"elements together") as info:
         ncs.trace(k, np.zeros((32, 4), np.float32))
     assert info.value.loc == _line(k)
+
+
+@pytest.mark.parametrize("expr,message", [
+    (lambda i: i + 1.5, r"index expression arithmetic: expected an int or an index expression, "
+                        r"found 1.5"),
+    (lambda i: 1.5 - i, r"found 1.5 \(float\)"),
+    (lambda i: (i // 2) + 0.5, r"found 0.5 \(float\)"),
+    (lambda i: i ** 2, r"only \+, -, \* by an integer"),
+    (lambda i: i & 1, r"only \+, -, \* by an integer"),
+    (lambda i: abs(i), r"only \+, -, \* by an integer"),
+    (lambda i: i == 2.5, r"index comparison == 2.5: expected an integer bound"),
+    (lambda i: i.foo, r"index expression .foo: expected shape or ndim"),
+    (lambda i: nl.arange(2.5), r"nl.arange: expected 1 to 3 integers"),
+    (lambda i: nl.mgrid[0:4:0], r"nl.mgrid: expected integer bounds and a nonzero step"),
+])
+def test_index_expression_misuse_is_a_simulator_error(expr, message):
+    def k(a):
+        expr(nl.arange(8)[None, :])
+
+    with pytest.raises(SimulatorError, match=message):
+        ncs.trace(k, np.zeros((2, 2), np.float32))
+
+
+def test_fractional_bounds_round_like_integer_comparisons():
+    i = nl.arange(8)[None, :]
+    from neuroncore_sim.frontend.operands import mask_box
+    for mask, cols in ((i < 2.5, (0, 3)), (i <= 2.5, (0, 3)), (i < 3.0, (0, 3)),
+                       (i >= 2.5, (3, 8)), (i > 2.5, (3, 8)), (i > 3.0, (4, 8))):
+        box, _, _ = mask_box(mask, (1, 8))
+        assert box[1] == cols
+    assert not hasattr(i, "foo")

@@ -134,7 +134,10 @@ class SplitExpr:
     # --- arithmetic ------------------------------------------------------------------------------
     def _combine(self, other: Any, sign: int) -> SplitExpr | IndexExpr:
         if not (_is_int(other) or isinstance(other, (IndexExpr, SplitExpr))):
-            return NotImplemented
+            if type(other).__name__ == "NkiTensor":
+                return NotImplemented
+            raise _unsupported(f"index expression arithmetic: expected an int or an index "
+                               f"expression, found {other!r} ({type(other).__name__})")
         exprs = common([self, other])
         a, b = exprs
         coefs = tuple(tuple(x + sign * y for x, y in zip(ca, cb))

@@ -15,6 +15,17 @@ from ..errors import AccessError, SimulatorError, UnsupportedError
 from ..program.ir import Affine, Predicate
 
 
+class AttributeAccessError(UnsupportedError, AttributeError):
+    """An attribute NKI does not define (on a tensor or an index expression); also an
+    AttributeError, so ``hasattr`` and ``getattr(x, name, default)`` keep working."""
+
+
+def _defers(other: object) -> bool:
+    """True for operands whose own reflected operator handles an index expression (tiles make
+    runtime indices, split expressions their own arithmetic)."""
+    return type(other).__name__ in ("NkiTensor", "SplitExpr", "DynamicIndex")
+
+
 def _unsupported(message: str, cls: type[SimulatorError] = UnsupportedError) -> SimulatorError:
     """An error (UnsupportedError unless ``cls``) located at the kernel line when a kernel is
     being traced."""
@@ -88,9 +99,13 @@ class IndexExpr:
 
     def _combine(self, other: object, sign: int) -> IndexExpr:
         if _is_int(other):
-            return IndexExpr(self.const + sign * int(other), self.coefs, self.sizes)  # type: ignore[arg-type]
+            return IndexExpr(self.const + sign * int(other), self.coefs,  # type: ignore[arg-type]
+                             self.sizes)
         if not isinstance(other, IndexExpr):
-            return NotImplemented
+            if _defers(other):
+                return NotImplemented  # a tile or a split expression handles it
+            raise _unsupported(f"index expression arithmetic: expected an int or an index "
+                               f"expression, found {other!r} ({type(other).__name__})")
         ndim = max(self.ndim, other.ndim)
         a, b = self.aligned(ndim), other.aligned(ndim)
         sizes = []
@@ -140,13 +155,32 @@ class IndexExpr:
                            "positive integer are supported; / and an index expression as "
                            "divisor are not")
 
-    __truediv__ = __rfloordiv__ = __rmod__ = _nonaffine
+    __truediv__ = __rtruediv__ = __rfloordiv__ = __rmod__ = _nonaffine
+    __pow__ = __rpow__ = __abs__ = __invert__ = __lshift__ = __rshift__ = _nonaffine
+    __and__ = __rand__ = __or__ = __ror__ = __xor__ = __rxor__ = __matmul__ = _nonaffine
+
+    def __getattr__(self, name: str) -> object:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise _unsupported(f"index expression .{name}: expected shape or ndim (an index "
+                           f"expression is an nl.arange / nl.mgrid value)", AttributeAccessError)
 
     def _cmp(self, other: object, op: str) -> MaskExpr:
-        diff = self - other if isinstance(other, IndexExpr) or _is_int(other) else None
-        if diff is None:
+        if isinstance(other, (float, np.floating)) and np.isfinite(other):
+            # i < 2.5 is i < 3 for integer i (e.g. a bound written n / 2)
+            if other != int(other):
+                if op in ("==", "!="):
+                    raise _unsupported(f"index comparison {op} {other}: expected an integer "
+                                       f"bound, found a fraction")
+                other = int(np.ceil(other)) if op in ("<", ">=") else int(np.floor(other))
+            else:
+                other = int(other)
+        if isinstance(other, IndexExpr) or _is_int(other):
+            return MaskExpr("cmp", op, self - other, ())
+        if _defers(other):
             return NotImplemented  # type: ignore[return-value]
-        return MaskExpr("cmp", op, diff, ())
+        raise _unsupported(f"index comparison {op}: expected an int or an index expression, "
+                           f"found {other!r} ({type(other).__name__})")
 
     def __lt__(self, other: object) -> MaskExpr:
         return self._cmp(other, "<")
@@ -269,6 +303,8 @@ class MaskExpr:
 
 def arange(*args: int) -> IndexExpr:
     """``nl.arange(stop)`` / ``nl.arange(start, stop[, step])``: a 1-D index expression."""
+    if not args or not all(_is_int(a) for a in args):
+        raise _unsupported(f"nl.arange: expected 1 to 3 integers, found {args!r}", AccessError)
     ints = [int(a) for a in args]
     if len(ints) == 1:
         start, stop, step = 0, ints[0], 1
@@ -318,7 +354,11 @@ class _MGrid:
         for axis, s in enumerate(slices):
             if not isinstance(s, slice):
                 raise _unsupported(f"nl.mgrid: expected slices, found {s!r}")
-            start, stop, step = s.start or 0, s.stop, s.step or 1
+            start, stop, step = (0 if s.start is None else s.start), s.stop, \
+                (1 if s.step is None else s.step)
+            if not all(_is_int(v) for v in (start, stop, step)) or step == 0:
+                raise _unsupported(f"nl.mgrid: expected integer bounds and a nonzero step, "
+                                   f"found {s!r}", AccessError)
             n = max(0, -(-(stop - start) // step))
             coefs = tuple(step if a == axis else 0 for a in range(ndim))
             sizes = tuple(n if a == axis else 1 for a in range(ndim))

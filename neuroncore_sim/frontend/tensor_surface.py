@@ -23,6 +23,7 @@ from ..dtypes import dtype_name
 from ..errors import AccessError, KernelError, ShapeError, UnsupportedError
 from ..program.ir import MemSpace
 from . import tracer as _tracer
+from .indexing import AttributeAccessError
 
 if TYPE_CHECKING:
     from .tensor import NkiTensor
@@ -35,9 +36,9 @@ DOCUMENTED = ("shape", "dtype", "ndim", "itemsize", "reshape", "view", "astype",
               "broadcast_to", "assert_shape")
 
 
-class UnsupportedAttributeError(UnsupportedError, AttributeError):
-    """A kernel used an attribute NKI tensors do not have (in the 2.2x API). An AttributeError
-    too, so ``hasattr`` and ``getattr(t, name, default)`` keep working."""
+#: A kernel used an attribute NKI tensors do not have (in the 2.2x API): an UnsupportedError and
+#: an AttributeError, so ``hasattr`` and ``getattr(t, name, default)`` keep working.
+UnsupportedAttributeError = AttributeAccessError
 
 
 def _fail(cls: type[Exception], msg: str) -> Exception:
