@@ -223,7 +223,7 @@ def test_view_reinterprets_the_same_bytes():
     x = RNG.standard_normal((4, 16)).astype(np.float32)
     launch = ncs.trace(k, q, x)
     np.testing.assert_array_equal(launch.outputs[0],
-                                  q.view(ml_dtypes.float8_e4m3fn).astype(np.float32))
+                                  q.view(ml_dtypes.float8_e4m3).astype(np.float32))
     np.testing.assert_array_equal(launch.outputs[1], np.abs(x))
     res = ncs.simulate(k, q, x)
     assert res.latency_ns > 0
@@ -308,3 +308,25 @@ def test_shift_and_reflected_operators_and_the_ones_without_an_instruction():
                        r"for tiles \(//, divmod, @, round\)") as info:
         ncs.trace(bad, a)
     assert info.value.loc == bad_line(bad)
+
+
+def test_a_loaded_tile_viewed_as_another_dtype_feeds_a_matmul():
+    """uint8 bytes loaded plainly, then read as float8_e4m3 by nc_matmul: the GEMM fast path
+    (which reads loaded tiles straight from HBM) must see the float8 values, not the uint8."""
+    import ml_dtypes
+    import neuroncore_sim.nki.isa as nisa
+
+    def k(q, b):
+        out = nl.ndarray((16, 32), nl.float32, buffer=nl.shared_hbm)
+        acc = nl.zeros((16, 32), nl.float32, buffer=nl.psum)
+        for t in nl.affine_range(4):  # a K loop: the chain's GEMM stacks the loaded K tiles
+            raw = nl.load(q[t * 8:(t + 1) * 8])  # [8, 16] uint8
+            acc += nisa.nc_matmul(raw.view(nl.float8_e4m3), nl.load(b[t * 8:(t + 1) * 8]))
+        nl.store(out, value=nl.copy(acc))
+        return out
+
+    q = RNG.integers(0, 100, (32, 16), dtype=np.uint8)
+    b = RNG.random((32, 32), dtype=np.float32).astype(ml_dtypes.float8_e4m3)
+    got = ncs.trace(k, q, b).outputs[0]
+    want = q.view(ml_dtypes.float8_e4m3).astype(np.float32).T @ b.astype(np.float32)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
