@@ -174,8 +174,8 @@ def _def_loc(fn: Callable[..., Any]) -> str | None:
 
 
 def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
-          functional: bool | str = True,
-          on_record: Callable[[int], None] | None = None, **kwargs: Any) -> Launch:
+          functional: bool | str = True, on_record: Callable[[int], None] | None = None,
+          kernel_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> Launch:
     """Run a kernel once per SPMD instance, recording its Program and computing its outputs.
 
     Args:
@@ -185,6 +185,8 @@ def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
         functional: compute values (False: record only, no numpy work; "reference": with the
             reference executor, the spec run one instruction at a time in this thread).
         on_record: progress hook, called with the count of recorded instructions.
+        kernel_kwargs: keyword arguments for the kernel whose names may be the simulator's own
+            (a kernel parameter called ``config`` or ``grid``); merged with ``kwargs``.
     """
     if not callable(getattr(kernel, "func", kernel)):
         raise KernelError(expected("kernel", "an NKI kernel (a function, or an nki.jit kernel)",
@@ -192,6 +194,8 @@ def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
     if not (isinstance(functional, bool) or functional == "reference"):
         raise ConfigError(expected("functional", 'True, False or "reference"',
                                    repr(functional)), loc=caller_loc())
+    if kernel_kwargs:
+        kwargs = {**kwargs, **kernel_kwargs}
     fn = getattr(kernel, "func", kernel)
     torch_args = TorchArgs(args, kwargs)  # torch tensors -> numpy views of their memory
     args, kwargs = torch_args.args, torch_args.kwargs
@@ -299,7 +303,8 @@ def _collect(tr: _tracer.Tracer, executor: PipelinedExecutor | Executor | None, 
                     f"kernel return value: expected HBM tensors (nl.ndarray(..., "
                     f"buffer=nl.shared_hbm), written with nl.store), found a tile in "
                     f"{item.space.value}" + (f" made at {made}" if made else ""), def_loc)
-            outs.append(values(item.tensor) if executor is not None else None)
+            outs.append(_view_values(item, values(item.tensor)) if executor is not None
+                        else None)
         else:
             outs.append(item)
     if not items:
@@ -307,9 +312,26 @@ def _collect(tr: _tracer.Tracer, executor: PipelinedExecutor | Executor | None, 
     return tuple(outs)
 
 
+def _view_values(view: NkiTensor, whole: np.ndarray) -> np.ndarray:
+    """The values a returned HBM view selects (``return out.reshape(...)``, a slice, a
+    ``view(dtype)``): the whole tensor's array when it is the whole tensor as declared."""
+    acc = view.access()
+    decl = view.tensor
+    if (acc.view_dtype is None and acc.offset == 0 and acc.shape == tuple(decl.shape)
+            and acc.pattern == tuple(zip(decl.strides, decl.shape))):
+        return whole
+    flat = np.ascontiguousarray(whole).reshape(-1)  # HBM storage is C order
+    if acc.view_dtype is not None:
+        flat = flat.view(acc.view_dtype)
+    isz = flat.itemsize
+    return np.ndarray(acc.shape, flat.dtype, flat, acc.offset * isz,
+                      [st * isz for st, _ in acc.pattern]).copy()
+
+
 def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
              functional: bool | str = True, timing: bool = True,
-             progress: bool | ProgressFactory = False, **kwargs: Any) -> SimResult:
+             progress: bool | ProgressFactory = False,
+             kernel_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> SimResult:
     """Run a kernel launch: its values (unless ``functional=False``) and its estimated timing.
 
     Args:
@@ -323,6 +345,8 @@ def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
         timing: run the timing model.
         progress: True shows progress bars for tracing and timing (tqdm on stderr); or a
             :data:`ProgressFactory` drawing them some other way. Off by default.
+        kernel_kwargs: keyword arguments for the kernel whose names may be the simulator's own
+            (``config=`` of a kernel that takes a config); merged with ``kwargs``.
 
     Inside :func:`record_launches` (``neuroncore-sim run``) the launch is always timed, and the
     block's config, timing-only choice and progress bars apply where the call leaves them at
@@ -335,8 +359,9 @@ def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
         SimulatorError: a subclass naming the kernel line for a broken rule, including
             ``CapacityError`` when the tiles do not fit, with or without ``timing``.
     """
-    return simulate_launch(kernel, args, kwargs, grid=grid, config=config, functional=functional,
-                           timing=timing, progress=progress, entry=SIMULATE_ENTRY)
+    return simulate_launch(kernel, args, {**kwargs, **(kernel_kwargs or {})}, grid=grid,
+                           config=config, functional=functional, timing=timing,
+                           progress=progress, entry=SIMULATE_ENTRY)
 
 
 #: ``SimResult.entry`` of launches made by :func:`simulate` itself.
@@ -365,7 +390,8 @@ def simulate_launch(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], 
     name = getattr(kernel, "__name__", "kernel")
     with _bar(bars, f"{name}: tracing", None) as bar:
         launch = trace(kernel, *args, grid=grid, config=cfg, functional=functional,
-                       on_record=bar.update if bar is not None else None, **kwargs)
+                       on_record=bar.update if bar is not None else None,
+                       kernel_kwargs=kwargs)
         if bar is not None:
             bar.update(len(launch.program.instructions))
     times = None

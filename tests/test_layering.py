@@ -84,9 +84,10 @@ CYCLES_TO_BREAK: frozenset[frozenset[str]] = frozenset({
     # no allocation module: dma, indirect, nlmath, compiler reach up to language for ndarray;
     # isa.py is both an instruction module and the facade of its siblings.
     frozenset({"frontend.broadcast", "frontend.compiler", "frontend.dma", "frontend.dynamic",
-               "frontend.gather",
+               "frontend.gather", "frontend.index_split", "frontend.indexing",
                "frontend.indirect", "frontend.isa", "frontend.isa_select", "frontend.language",
-               "frontend.nlmath", "frontend.operands", "frontend.rng", "frontend.tensor"}),
+               "frontend.nlmath", "frontend.operands", "frontend.rng", "frontend.tensor",
+               "frontend.tensor_surface"}),
 })
 
 #: Third-party distribution root -> (modules allowed to import it, modules that must import it

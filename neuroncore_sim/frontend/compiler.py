@@ -24,6 +24,7 @@ compiler optimises, not what a kernel computes, so they are accepted and change 
 
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Any, Callable
 
@@ -99,6 +100,30 @@ sbuf = _SbufAllocator(nl.sbuf)
 psum = _PsumAllocator(nl.psum)
 
 
+_ALLOC_PARAMS = ("idx", "pdim_size", "fdim_size")
+
+
+def _allocation_call(tr: _tracer.Tracer, func: Any, what: str) -> Any:
+    """How to call an allocation function: by the documented keywords when it takes them (so
+    ``functools.partial(f, bank_map=...)`` of ``f(bank_map, idx, pdim_size, fdim_size)``
+    works), else positionally (``lambda i, p, f: ...``)."""
+    try:
+        sig = inspect.signature(func)
+    except (TypeError, ValueError):  # a builtin without a signature: positional
+        return func
+    try:
+        sig.bind(**dict(zip(_ALLOC_PARAMS, (0, 0, 0))))
+        return lambda idx, pdim, fdim: func(idx=idx, pdim_size=pdim, fdim_size=fdim)
+    except TypeError:
+        pass
+    try:
+        sig.bind(0, 0, 0)
+    except TypeError:
+        raise tr.fail(KernelError, f"{what}: the allocation function must take (idx, "
+                      f"pdim_size, fdim_size); found signature {sig}") from None
+    return func
+
+
 def placement(tr: _tracer.Tracer, buf: DirectBuffer, dims: tuple[int, ...], pa: int,
               itemsize: int) -> Placement:
     """Evaluate ``buf.func`` for every logical tile of a (B..., P, F...) tensor and check it.
@@ -112,9 +137,10 @@ def placement(tr: _tracer.Tracer, buf: DirectBuffer, dims: tuple[int, ...], pa: 
     fdim = math.prod(dims[pa + 1:]) * itemsize
     arity = 2 if buf.space is MemSpace.SBUF else 3
     tiles = []
+    call = _allocation_call(tr, buf.func, what)
     for idx in np.ndindex(*dims[:pa]):
         idx = tuple(int(i) for i in idx)
-        loc = buf.func(idx, pdim, fdim)
+        loc = call(idx, pdim, fdim)
         if (not isinstance(loc, (tuple, list)) or len(loc) != arity
                 or not all(isinstance(v, (int, np.integer)) for v in loc)):
             form = "(start_partition, byte_addr)" if arity == 2 else \

@@ -19,6 +19,7 @@ from ..errors import DTypeError, KernelError, MemorySpaceError, ShapeError, Unsu
 from ..program.ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
 from .indexing import IndexExpr, MaskExpr
+from .mask_bool import resolve as resolve_mask
 from .operands import fail as _fail, require_tile as _tile
 from .operands import engine_arg, issue, op_name, scalar_value, shape_arg
 from .broadcast import per_partition, relabel, same_layout
@@ -247,13 +248,18 @@ def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: A
         raise _fail(MemorySpaceError, f"{what}: at most one operand may be in psum, found two")
     _no_float_bitvec(what, (name,), a, b)
     eng = engine_arg(engine, what)
+    picked = eng is None
     if eng is None:  # [SHARED] power and int32 add/multiply/subtract run on GpSimd
         int_arith = (dtype_name(a.dtype) == "int32" and dtype_name(b.dtype) == "int32"
                      and name in ("add", "multiply", "subtract"))
         eng = Engine.GPSIMD if (name == "power" or int_arith) else Engine.VECTOR
     _no_gpsimd_psum(eng, what, a, b)
-    return issue(what, Opcode.TENSOR_TENSOR, eng, a.shape, _out_dtype(dtype, a.dtype, b.dtype),
-                 {"data1": a, "data2": b}, {"op": name}, mask=mask)
+    out = issue(what, Opcode.TENSOR_TENSOR, eng, a.shape, _out_dtype(dtype, a.dtype, b.dtype),
+                {"data1": a, "data2": b}, {"op": name}, mask=mask)
+    pending = _tracer.current(what).pending
+    if picked and pending is not None and pending.result is out:
+        pending.engine_fixed = False  # a PSUM destination gets a VectorE copy (assign)
+    return out
 
 
 def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False, op1: Any = None,
@@ -331,11 +337,15 @@ def tensor_reduce(op: Any, data: Any, axis: Any, *, mask: Any = None, dtype: Any
                     f"{list(axes)}")
     if keepdims:
         shape = tuple(1 if a in axes else n for a, n in enumerate(d.shape))
+        out_axes = tuple(None if a in axes else a for a in range(d.ndim))
     else:
         shape = tuple(n for a, n in enumerate(d.shape) if a not in axes)
+        out_axes = tuple(a for a in range(d.ndim) if a not in axes)
+    # the mask ranges over the data's axes (the reduced ones too), as the NKI docs define it
     return issue(what, Opcode.TENSOR_REDUCE, Engine.VECTOR, shape, _out_dtype(dtype, d.dtype),
                  {"data": d}, {"op": name, "axes": axes, "negate": bool(negate),
-                               "keepdims": bool(keepdims)}, mask=mask)
+                               "keepdims": bool(keepdims)}, mask=mask, mask_shape=d.shape,
+                 out_axes=out_axes)
 
 
 def tensor_tensor_scan(data0: Any, data1: Any, initial: Any, op0: Any, op1: Any,
@@ -392,10 +402,14 @@ def affine_select(pred: Any, on_true_tile: Any, on_false_value: Any, *, mask: An
     """``pred ? on_true_tile : on_false_value`` for a compile-time affine predicate (GpSimd)."""
     what = "affine_select"
     t = _tile(on_true_tile, f"{what} on_true_tile")
+    pred = resolve_mask(pred)  # `a and b` written as the predicate (mask_bool.py)
     if not isinstance(pred, MaskExpr):
         raise _fail(KernelError, f"{what} pred: expected a comparison of index expressions, "
                     f"found {type(pred).__name__}")
-    _no_gpsimd_psum(Engine.GPSIMD, what, t)
+    if t.space is MemSpace.PSUM:
+        # GpSimd cannot read PSUM (arch.md 1.4), yet NKI's attention kernels select straight
+        # from PSUM scores: the compiler has to stage them in SBUF, a VectorE copy here
+        t = tensor_copy(t, mask=mask)
     return issue(what, Opcode.AFFINE_SELECT, Engine.GPSIMD, t.shape, _out_dtype(dtype, t.dtype),
                  {"on_true": t}, {"pred": pred.to_predicate(t.ndim),
                                   "on_false_value": scalar_value(on_false_value, what)}, mask=mask)
@@ -417,7 +431,7 @@ def bn_stats(data: Any, *, mask: Any = None, dtype: Any = None) -> NkiTensor:
         raise _fail(ShapeError, f"{what} data: expected [P, N] with N <= {fmax}, found "
                     f"{list(d.shape)}")
     return issue(what, Opcode.BN_STATS, Engine.VECTOR, (d.shape[0], 6),
-                 _out_dtype(dtype, d.dtype), {"data": d}, {}, mask=mask)
+                 _out_dtype(dtype, d.dtype), {"data": d}, {}, mask=mask, mask_shape=d.shape)
 
 
 def bn_aggr(data: Any, *, mask: Any = None, dtype: Any = None) -> NkiTensor:
@@ -428,7 +442,7 @@ def bn_aggr(data: Any, *, mask: Any = None, dtype: Any = None) -> NkiTensor:
         raise _fail(ShapeError, f"{what} data: expected [P, 6*k] bn_stats results, found "
                     f"{list(d.shape)}")
     return issue(what, Opcode.BN_AGGR, Engine.VECTOR, (d.shape[0], 2), _out_dtype(dtype, d.dtype),
-                 {"data": d}, {}, mask=mask)
+                 {"data": d}, {}, mask=mask, mask_shape=d.shape)
 
 
 # --- DMA -------------------------------------------------------------------------------------

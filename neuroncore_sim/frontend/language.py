@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
-from ..errors import CapacityError, KernelError, ShapeError, UnsupportedError
+from ..errors import CapacityError, KernelError, MemorySpaceError, ShapeError, UnsupportedError
 from ..program.ir import Engine, MemSpace, Opcode
 from . import isa as nisa
 from . import tracer as _tracer
@@ -28,7 +28,8 @@ from .nlmath import *  # noqa: F401,F403  (the element-wise / reduction surface)
 from .nlmath import binary, copy_op, partition_broadcast  # noqa: F401
 from .broadcast import (broadcast_error, common_shape, expand, padded, relabel,
                         same_layout)
-from .operands import ON_CHIP, checked_access, issue_into, operand, scalar_value, shape_arg
+from .operands import (ON_CHIP, checked_access, dropped, issue_into, operand, scalar_value,
+                       shape_arg, start_partition_error)
 from .tensor import NkiTensor
 
 # --- dtypes -------------------------------------------------------------------------------------
@@ -201,7 +202,7 @@ def shared_constant(constant: Any, dtype: Any = None, **_: Any) -> NkiTensor:
 # --- assignment and accumulation (the targets of t[...] = x and t += x) -------------------------
 def _same_region(a: NkiTensor, b: NkiTensor) -> bool:
     return (a.decl is b.decl and a.shape == b.shape and a.base == b.base
-            and a.coefs == b.coefs)
+            and a.coefs == b.coefs and a.frame == b.frame)
 
 
 def assign(target: NkiTensor, value: Any) -> None:
@@ -216,11 +217,23 @@ def assign(target: NkiTensor, value: Any) -> None:
         target = relabel(target, (1, 1))
     if not isinstance(value, NkiTensor):
         v = scalar_value(value, "assignment value")
-        issue_into("memset", Opcode.MEMSET, Engine.VECTOR, target.partition_first(), {},
-                   {"value": v},
+        dst = target.partition_first()
+        if dst.space is MemSpace.SBUF and start_partition_error(dst.access()):
+            # t[i, j] = 5 on a partition an engine access cannot start at (arch.md 1.5): a
+            # memset at partition 0 and an SBUF-to-SBUF DMA into place (DMAs are exempt)
+            dma_move("assignment", dst, nisa.memset(dst.shape, v, dst.dtype), None, None)
+            return
+        issue_into("memset", Opcode.MEMSET, Engine.VECTOR, dst, {}, {"value": v},
                    dst_spaces=(MemSpace.SBUF, MemSpace.PSUM))
         return
+    if value.decl is not None and value.decl in dropped(tr):
+        return  # the result of an instruction its mask dropped: nothing to write
     op = tr.pending if tr.pending is not None and tr.pending.result is value else None
+    if (op is not None and op.engine is Engine.GPSIMD and op.engine_fixed
+            and target.space is MemSpace.PSUM):
+        raise tr.fail(MemorySpaceError, f"assignment of a GpSimd {op.opcode.value} result: "
+                      f"GpSimd cannot access PSUM; expected an SBUF destination, found psum "
+                      f"tile {target.tensor.name}")
     if (op is not None and _can_write(op.engine, target.space)
             and (value.shape == target.shape or same_layout(value.shape, target.shape))):
         target = relabel(target, value.shape)  # the instruction's own shape, same elements
@@ -234,6 +247,10 @@ def assign(target: NkiTensor, value: Any) -> None:
     if target.space is MemSpace.HBM or value.space is MemSpace.HBM:
         dma_move("assignment", target, value, None, None)
         return
+    on_one = target.partition_first()
+    if on_one.ndim != target.ndim:  # t[i, j] = x[...]: one partition's elements, kept as [1, ..]
+        target = on_one
+        value = value.partition_first() if value.ndim + 1 == target.ndim else value
     if same_layout(value.shape, target.shape):
         src = relabel(value, target.shape)
     else:
@@ -259,6 +276,8 @@ def _can_write(engine: Engine, space: MemSpace) -> bool:
 def accumulate(target: NkiTensor, value: Any, op: str) -> NkiTensor:
     """``target += value``: PSUM accumulation of a matmul, else an element-wise op in place."""
     tr = _tracer.current("in-place operator")
+    if isinstance(value, NkiTensor) and value.decl is not None and value.decl in dropped(tr):
+        return target  # `acc += instr(..., mask=False)`: the instruction was dropped
     pending = tr.pending
     if (op == "add" and pending is not None and pending.result is value
             and pending.opcode is Opcode.NC_MATMUL and target.space is MemSpace.PSUM
@@ -382,23 +401,50 @@ def num_programs(axes: Any = None) -> int:
     return int(np.prod([grid[int(a)] if int(a) < len(grid) else 1 for a in axes]))
 
 
-class nc:  # noqa: N801
+def _grid_size(n: Any, what: str) -> int:
+    """A grid dim size: a positive int, an ``nl.nc`` or an ``nl.spmd_dim``."""
+    size = n.size if isinstance(n, (nc, spmd_dim)) else n
+    if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)) \
+            or int(size) < 1:
+        msg = f"{what}: expected a positive int, nl.nc(n) or nl.spmd_dim(...), found {n!r}"
+        tr = _tracer.active_or_none()
+        raise tr.fail(KernelError, msg) if tr is not None else KernelError(msg)
+    return int(size)
+
+
+class _GridDim:
+    """Product of grid dims: ``nl.nc(2) * 2`` is ``nl.spmd_dim(nl.nc(2), 2)`` and
+    ``2 * nl.nc(2)`` is ``nl.spmd_dim(2, nl.nc(2))`` (the docs' syntactic sugar)."""
+
+    size: int
+
+    def __mul__(self, other: Any) -> spmd_dim:
+        return spmd_dim(self, other)
+
+    def __rmul__(self, other: Any) -> spmd_dim:
+        return spmd_dim(other, self)
+
+
+class nc(_GridDim):  # noqa: N801
     """``nl.nc(n)``: a grid dim spread over n physical NeuronCores; simulated as a plain grid
-    dim of size n (instances run one after another on one core)."""
+    dim of size n (instances run one after another on one core, so which core runs which
+    instance changes no result)."""
 
     def __init__(self, n: int) -> None:
-        self.size = int(n)
+        self.size = _grid_size(n, "nl.nc")
 
     def __repr__(self) -> str:
         return f"nl.nc({self.size})"
 
 
-class spmd_dim:  # noqa: N801
+class spmd_dim(_GridDim):  # noqa: N801
     """``nl.spmd_dim(nl.nc(2), 2)``: a grid dim whose size is the product of its parts."""
 
     def __init__(self, *parts: Any) -> None:
+        if not parts:
+            _grid_size(None, "nl.spmd_dim")
         self.parts = parts
-        self.size = int(np.prod([int(getattr(p, "size", p)) for p in parts]))
+        self.size = int(np.prod([_grid_size(p, "nl.spmd_dim") for p in parts]))
 
     def __repr__(self) -> str:
         return f"nl.spmd_dim({', '.join(map(repr, self.parts))})"

@@ -108,7 +108,7 @@ class Executor:
         self._will_write(access)
         self._checks.wrote(access)
         try:
-            np.copyto(dst, cast(arr, access.tensor.dtype), casting="unsafe")
+            np.copyto(dst, cast(arr, access.dtype), casting="unsafe")
         except ValueError:
             raise ShapeError(expected(f"values written to {access!r}", f"shape {dst.shape}",
                                       f"shape {arr.shape}")) from None
@@ -205,7 +205,7 @@ class Executor:
                 # runs the same conversion straight into the destination, without a temporary
                 np.copyto(dst, value, casting="unsafe")
                 return
-            value = cast(value, acc.tensor.dtype)  # equal dtypes need no cast (the common case)
+            value = cast(value, acc.dtype)  # equal dtypes need no cast (the common case)
         if where is None:
             np.copyto(dst, value, casting="unsafe")
         else:

@@ -210,7 +210,8 @@ class FastExecutor(Executor):
 
     def _fill(self, acc: Access, value: np.ndarray) -> bool:
         """A memset of a whole tile is recorded and written when the tile is next viewed."""
-        return self.memory.fill_later(acc, cast(value, acc.tensor.dtype))
+        return (acc.view_dtype is None  # (a dtype view writes other bytes than it names)
+                and self.memory.fill_later(acc, cast(value, acc.tensor.dtype)))
 
     def _defer_matmul(self, ins: Instruction) -> bool:
         """Hold an nc_matmul back in its PSUM accumulation chain (psum_chain.py). Returns False
@@ -233,5 +234,6 @@ def _plain_load(ins: Instruction) -> bool:
     src, dst = ins.srcs.get("src"), ins.dsts["out"]
     return (ins.mask is None and src is not None and src.tensor.space is MemSpace.HBM
             and dst.tensor.space is MemSpace.SBUF and src.dtype == dst.dtype
+            and src.view_dtype is None and dst.view_dtype is None
             and src.shape == dst.shape and ins.attrs.get("indirect") is None
             and ins.attrs.get("dst_rmw_op") is None)

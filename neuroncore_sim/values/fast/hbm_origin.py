@@ -77,7 +77,8 @@ class HbmOrigins:
         """The HBM region holding the same values as tile region ``a`` (a two-level access
         with unit free stride inside one loaded region), or None."""
         entries = self._copies.get(a.tensor)
-        if not entries or len(a.pattern) != 2 or a.pattern[1][0] != 1:
+        if (not entries or len(a.pattern) != 2 or a.pattern[1][0] != 1
+                or a.view_dtype is not None):  # (bytes read as another dtype: not the copy)
             return None
         # Newest first: a K loop reads the tile it just loaded (a block tile holds one load
         # per K step).
