@@ -306,9 +306,13 @@ def transpose(x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> NkiTe
 def matmul(x: Any, y: Any, *, transpose_x: bool = False, mask: Any = None,
            **_: Any) -> NkiTensor:
     """``x @ y`` on TensorE. Without ``transpose_x`` the compiler first transposes ``x`` on
-    TensorE and copies it back to SBUF, as the NKI docs describe."""
+    TensorE and copies it back to SBUF, as the NKI docs describe. An operand in PSUM (the
+    result of ``nl.transpose`` or of another ``nl.matmul``) is first copied to SBUF on VectorE,
+    as the compiler does for ``nl`` calls (TensorE reads only SBUF; docs/frontend.md)."""
     for t, name in ((x, "x"), (y, "y")):  # before the lowering, in the user's terms
-        operand(t, f"nl.matmul {name}", (MemSpace.SBUF,))
+        operand(t, f"nl.matmul {name}", (MemSpace.SBUF, MemSpace.PSUM))
+    x = nisa.tensor_copy(x) if x.space is MemSpace.PSUM else x
+    y = nisa.tensor_copy(y) if y.space is MemSpace.PSUM else y
     k = x.shape[0] if transpose_x else x.shape[-1]
     if x.ndim != 2 or y.ndim != 2 or y.shape[0] != k:
         form = "x.T @ y (transpose_x=True)" if transpose_x else "x @ y"
