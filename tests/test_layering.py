@@ -49,6 +49,7 @@ MODULE_GROUP: dict[str, str] = {
     "timing.analysis": "result",
     "timing.memory_use": "result",
     "timing.events": "vocabulary",
+    "timing.tiles": "vocabulary",  # tile keys of block tensors: capacity, schedule, memory_use
     "simulate": "simulate",
     "cli": "entry",
     "pytest_plugin": "entry",

@@ -69,13 +69,15 @@ def _sbuf_kernel(cols_b):
 
 def test_sbuf_capacity_is_checked_without_timing():
     bad, good = _sbuf_kernel(32768), _sbuf_kernel(24576)  # 64 + 128 KiB vs 64 + 96 KiB
-    msg = (r"SBUF capacity: tiles live at once need 196640 bytes per partition, available "
-           r"180224; allocation sites: " + re.escape(line(bad)) + r" \(1 x 131072 B\)")
+    # one instruction reads both tiles: they must be in SBUF together, so no spill helps
+    msg = (r"SBUF capacity: tensor_tensor needs its tiles in SBUF at once \(spilling cannot "
+           r"help\); expected at most 180224 bytes per partition, found 196640; tiles allocated "
+           r"at: " + re.escape(line(bad)) + r" \(131072 B\)")
     for run in (lambda k: ncs.simulate(k, timing=False), nki.simulate_kernel,
                 lambda k: ncs.simulate(k, functional=False)):  # one rule, with or without timing
         with pytest.raises(CapacityError, match=msg) as info:
             run(bad)
-        assert info.value.loc == line(bad)
+        assert info.value.loc == line(bad, "nisa.tensor_tensor")
     ncs.simulate(good, timing=False)
     nki.simulate_kernel(good)
 

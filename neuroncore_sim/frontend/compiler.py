@@ -46,10 +46,17 @@ class DirectBuffer(nl.Buffer):
         return f"ncc.{self.name}"
 
 
-def _modulo(base: int, counts: tuple[int, ...], scale: int, idx: tuple[int, ...]) -> int:
+def _modulo(base: int, counts: tuple[int, ...], scale: int, idx: tuple[int, ...],
+            what: str = "") -> int:
     """``base + scale * (row-major position of idx % counts in a grid of counts)``; empty
-    ``counts`` means one physical tile per dim (every block on the same tile)."""
+    ``counts`` means one physical tile per dim (every block on the same tile). The reference
+    (``nki.compiler.sbuf.mod_alloc``): the tuple is empty or has one count per block dim."""
     counts = tuple(counts) or (1,) * len(idx)
+    if len(counts) != len(idx) or not all(isinstance(n, (int, np.integer)) and n > 0
+                                          for n in counts):
+        raise _tracer.current().fail(
+            KernelError, f"{what}: expected () or {len(idx)} positive tile counts (one per block "
+            f"dim of the tensor), found {tuple(counts)!r}")
     pos = 0
     for i, n in zip(idx, counts):
         pos = pos * int(n) + int(i) % int(n)
@@ -78,8 +85,10 @@ class _SbufAllocator(_Allocator):
                   num_free_tiles: tuple[int, ...] = ()) -> DirectBuffer:
         """Modulo allocation from byte ``base_addr`` (and partition ``base_partition``)."""
         def func(idx: tuple[int, ...], pdim: int, fdim: int) -> tuple[int, int]:
-            return (_modulo(base_partition, num_par_tiles, pdim, idx),
-                    _modulo(base_addr, num_free_tiles, fdim, idx))
+            return (_modulo(base_partition, num_par_tiles, pdim, idx,
+                            "ncc.sbuf.mod_alloc num_par_tiles"),
+                    _modulo(base_addr, num_free_tiles, fdim, idx,
+                            "ncc.sbuf.mod_alloc num_free_tiles"))
         return DirectBuffer("sbuf.mod_alloc", MemSpace.SBUF, func)
 
 
@@ -89,9 +98,11 @@ class _PsumAllocator(_Allocator):
                   num_free_tiles: tuple[int, ...] = ()) -> DirectBuffer:
         """Modulo allocation over banks from ``base_bank`` (one tile per bank)."""
         def func(idx: tuple[int, ...], pdim: int, fdim: int) -> tuple[int, int, int]:
-            return (_modulo(base_bank, num_bank_tiles, 1, idx),
-                    _modulo(base_partition, num_par_tiles, pdim, idx),
-                    _modulo(base_addr, num_free_tiles, fdim, idx))
+            return (_modulo(base_bank, num_bank_tiles, 1, idx, "ncc.psum.mod_alloc num_bank_tiles"),
+                    _modulo(base_partition, num_par_tiles, pdim, idx,
+                            "ncc.psum.mod_alloc num_par_tiles"),
+                    _modulo(base_addr, num_free_tiles, fdim, idx,
+                            "ncc.psum.mod_alloc num_free_tiles"))
         return DirectBuffer("psum.mod_alloc", MemSpace.PSUM, func)
 
 
@@ -140,9 +151,12 @@ def placement(tr: _tracer.Tracer, buf: DirectBuffer, dims: tuple[int, ...], pa: 
                           f"start at partition {' or '.join(map(str, allowed))}; found {part}")
         usable = cfg.sbuf_usable_bytes_per_partition
         if addr < 0 or addr + fdim > usable:
+            # (an allocator object kept across kernel calls keeps counting: the addresses are
+            # what the allocation function returned, as on the hardware)
             raise tr.fail(CapacityError, f"{what}: block {idx}: a tile of {fdim} bytes per "
                           f"partition at byte_addr {addr} ends at {addr + fdim}; expected it "
-                          f"within the {usable} usable SBUF bytes per partition")
+                          f"within the {usable} usable SBUF bytes per partition (192 KiB less "
+                          f"16 KiB for the compiler, NKI direct allocation guide)")
         tiles.append((part, addr))
     return Placement(tuple(tiles), pdim, fdim)
 

@@ -15,6 +15,18 @@ as in direct allocation. When the rings of a memory exceed its capacity they shr
 a time down to their live maximum, the ring with the most buffers above its live maximum first,
 so every ring keeps double buffering as long as any ring has more (:func:`_fit`); if that is
 still too much, the kernel does not fit: CapacityError naming the largest allocation sites.
+A *tile* is one logical block of a tensor: a tensor declared with block dims
+(``nl.ndarray((B0, B1, nl.par_dim(P), F), ...)``) is ``B0 * B1`` tiles, each with its own live
+range (the accesses that touch its columns), as the compiler allocates them; a tensor without
+block dims is one tile. Tile keys (:func:`tile_key`) are the tensor id for a tensor without block
+dims and ``id + (block << 32)`` for block ``block`` of a block tensor.
+
+SBUF over-subscription is not an error: when the rings do not fit even at their live maxima, the
+compiler spills: :mod:`.spill` places the tiles in program order and moves what does not fit to
+HBM and back (a :class:`~neuroncore_sim.errors.SpillWarning`, spill DMAs in the timeline). Only
+an instruction whose own tiles exceed SBUF, PSUM over-subscription (PSUM is not spilled) and
+directly allocated tiles past the usable memory are a CapacityError.
+
 SPMD instances run one after another, so each instance is checked on its own.
 """
 
@@ -22,13 +34,15 @@ from __future__ import annotations
 
 import heapq
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Iterable
 
 from ..config import NeuronCoreConfig
-from ..errors import CapacityError
+from ..errors import CapacityError, SpillWarning
 from ..program.ir import Instruction, MemSpace, Program, TensorDecl
-
+from .spill import SpillPlan, plan_spills
+from .tiles import BLOCK_SHIFT, block_elems, tile_bytes
 
 @dataclass(frozen=True, slots=True)
 class BufferRing:
@@ -57,42 +71,78 @@ class BufferPlan:
 
     Attributes:
         rings: one ring per allocation site, in order of the site's first use.
-        site_tiles: per ring (same order), the tensor ids of its tiles in first-use order.
-        first: tensor id -> index (in the instance's instruction list) of its first use.
-        last: tensor id -> index of its last use.
+        site_tiles: per ring (same order), the tile keys (:func:`tile_key`) of its tiles in
+            first-use order.
+        first: tile key -> index (in the instance's instruction list) of its first use.
+        last: tile key -> index of its last use.
+        split: tensor id -> :func:`block_elems` of every on-chip tensor touched (0: one tile).
+        decls: tile key -> its tensor.
+        spill: when the SBUF rings do not fit at their live maxima: the placement by live range
+            and what the compiler spills to HBM (:mod:`.spill`); None otherwise.
     """
 
     rings: tuple[BufferRing, ...]
     site_tiles: tuple[tuple[int, ...], ...]
     first: dict[int, int]
     last: dict[int, int]
+    split: dict[int, int]
+    decls: dict[int, TensorDecl]
+    spill: SpillPlan | None = None
 
 
 def check_capacity(program: Program, config: NeuronCoreConfig) -> None:
-    """Check that every SPMD instance's tiles fit in SBUF and PSUM.
+    """Check that every SPMD instance's tiles fit in SBUF and PSUM; warn (SpillWarning) where
+    the compiler spills SBUF tiles to HBM.
 
     Raises:
-        CapacityError: some instance needs more than the core has, even with every ring at its
-            live maximum (located at the largest allocation site).
+        CapacityError: some instance needs more than the core has and cannot spill it: PSUM
+            beyond its live maxima, or one instruction's own tiles beyond SBUF.
     """
     by_instance: dict[int, list[Instruction]] = {}
     for ins in program.instructions:
         by_instance.setdefault(ins.instance, []).append(ins)
-    for k in sorted(by_instance):
-        plan_buffers(by_instance[k], config)
+    warn_spills([plan_buffers(by_instance[k], config) for k in sorted(by_instance)], config)
+
+
+def warn_spills(plans: list[BufferPlan], config: NeuronCoreConfig) -> None:
+    """One SpillWarning for a launch whose instances spill: the sites spilled most, their bytes
+    per partition, the demand and the capacity (message starts with the top site's line)."""
+    spilled = [p.spill for p in plans if p.spill is not None and p.spill.spilled]
+    if not spilled:
+        return
+    sites: dict[str, int] = {}
+    for sp in spilled:
+        for site, b in sp.saved_sites.items():
+            sites[site] = sites.get(site, 0) + b
+    order = sorted(sites.items(), key=lambda kv: (-kv[1], kv[0]))
+    parts = ", ".join(f"{site} ({b} bytes)" for site, b in order[:6])
+    more = f" and {len(order) - 6} more" if len(order) > 6 else ""
+    demand = max(sp.demand for sp in spilled)
+    saves = sum(sp.save_bytes for sp in spilled)
+    reloads = sum(sp.reload_bytes for sp in spilled)
+    lead = order[0][0] if order and ":" in order[0][0] else "kernel"
+    warnings.warn(SpillWarning(
+        f"{lead}: SBUF over-subscribed: tiles live at once need up to {demand} bytes per "
+        f"partition, {spilled[0].capacity} available; the compiler spills to HBM "
+        f"{saves} bytes (spill stores) and reloads {reloads} bytes; spilled allocation sites "
+        f"(bytes stored): {parts}{more}"), stacklevel=4)
 
 
 def plan_buffers(instrs: list[Instruction], config: NeuronCoreConfig) -> BufferPlan:
-    """The buffer rings of one instance's instructions (see the module docstring).
+    """The buffer rings of one instance's instructions (see the module docstring), and the
+    spill plan when SBUF is over-subscribed.
 
     Raises:
-        CapacityError: the rings do not fit even at their live maxima.
+        CapacityError: PSUM does not fit at the rings' live maxima, or an instruction's own
+            SBUF tiles do not fit.
     """
     first: dict[int, int] = {}
     last: dict[int, int] = {}
     decls: dict[int, TensorDecl] = {}
     placed: dict[int, TensorDecl] = {}
+    split: dict[int, int] = {}
     hbm = MemSpace.HBM
+    shift = BLOCK_SHIFT
     for i, ins in enumerate(instrs):
         for operands in (ins.srcs, ins.dsts):  # sources first, as Instruction.accesses()
             for a in operands.values():
@@ -103,16 +153,35 @@ def plan_buffers(instrs: list[Instruction], config: NeuronCoreConfig) -> BufferP
                 if t.placement is not None:  # directly allocated: no ring, its own addresses
                     placed[tid] = t
                     continue
-                if tid not in first:
-                    first[tid] = i
-                    decls[tid] = t
-                last[tid] = i
+                per = split.get(tid)
+                if per is None:
+                    per = split[tid] = block_elems(t)
+                if per == 0:
+                    if tid not in first:
+                        first[tid] = i
+                        decls[tid] = t
+                    last[tid] = i
+                    continue
+                hi = (max(a.col_hi, a.col_lo + 1) - 1) // per
+                for b in range(a.col_lo // per, hi + 1):
+                    key = tid + (b << shift)
+                    if key not in first:
+                        first[key] = i
+                        decls[key] = t
+                    last[key] = i
     sites: dict[tuple[object, ...], list[int]] = {}
-    for tid in first:  # insertion order = order of first use
-        sites.setdefault(_site_key(decls[tid]), []).append(tid)
-    rings = [_ring(tids, decls, first, last, config) for tids in sites.values()]
-    rings = _fit(rings, config, _placed_bytes(placed.values(), config))
-    return BufferPlan(tuple(rings), tuple(tuple(t) for t in sites.values()), first, last)
+    for key in first:  # insertion order = order of first use
+        sites.setdefault(_site_key(decls[key]), []).append(key)
+    rings = [_ring(keys, decls, first, last, config) for keys in sites.values()]
+    placed_bytes = _placed_bytes(placed.values(), config)
+    rings, over = _fit(rings, config, placed_bytes)
+    spill = None
+    if over:  # SBUF over-subscribed at the rings' live maxima: place tiles by live range
+        cap = config.sbuf_usable_bytes_per_partition - placed_bytes[MemSpace.SBUF]
+        spill = plan_spills(instrs, split, decls, first, last, cap, tile_bytes,
+                            placed_bytes[MemSpace.SBUF])
+    return BufferPlan(tuple(rings), tuple(tuple(t) for t in sites.values()), first, last,
+                      split, decls, spill)
 
 
 def _site_key(t: TensorDecl) -> tuple[object, ...]:
@@ -130,7 +199,7 @@ def _ring(tids: list[int], decls: dict[int, TensorDecl], first: dict[int, int],
         heapq.heappush(live, last[tid])
         live_max = max(live_max, len(live))
     t0 = decls[tids[0]]
-    row_bytes = max(decls[t].row_bytes for t in tids)
+    row_bytes = max(tile_bytes(decls[t]) for t in tids)
     if t0.space is MemSpace.PSUM:
         slot = math.ceil(row_bytes / config.psum_bank_bytes) * config.psum_bank_bytes
     else:
@@ -165,13 +234,22 @@ def _placed_bytes(placed: Iterable[TensorDecl], config: NeuronCoreConfig) -> dic
 
 
 def _fit(rings: list[BufferRing], config: NeuronCoreConfig,
-         placed: dict[MemSpace, int]) -> list[BufferRing]:
+         placed: dict[MemSpace, int]) -> tuple[list[BufferRing], bool]:
     """Shrink rings towards their live maximum until each space fits in what directly allocated
     tiles leave free, keeping every ring's prefetch depth (buffers above its live maximum) as
-    even as possible; then give buffers back where they still fit (docs/model.md)."""
+    even as possible; then give buffers back where they still fit (docs/model.md).
+
+    Returns:
+        (rings, over): over is True when SBUF does not fit even at the live maxima (every SBUF
+        ring is then at its live maximum; the caller plans spills).
+
+    Raises:
+        CapacityError: PSUM does not fit at the live maxima.
+    """
     capacity = {MemSpace.SBUF: config.sbuf_usable_bytes_per_partition - placed[MemSpace.SBUF],
                 MemSpace.PSUM: config.psum_bytes_per_partition - placed[MemSpace.PSUM]}
     rings = list(rings)
+    over = False
     for space, cap in capacity.items():
         idx = [k for k, r in enumerate(rings) if r.space is space]
         wanted = {k: rings[k].buffers for k in idx}
@@ -179,6 +257,9 @@ def _fit(rings: list[BufferRing], config: NeuronCoreConfig,
         while total > cap:
             k = _next_to_shrink([(k, rings[k]) for k in idx], total - cap)
             if k is None:
+                if space is MemSpace.SBUF:
+                    over = True
+                    break
                 _raise_capacity(space, [rings[k] for k in idx], total, cap, placed[space])
             rings[k] = _resized(rings[k], -1)
             total -= rings[k].slot_bytes
@@ -190,7 +271,7 @@ def _fit(rings: list[BufferRing], config: NeuronCoreConfig,
             k = min(room, key=lambda j: (_spare(rings[j]), rings[j].slot_bytes, j))
             rings[k] = _resized(rings[k], +1)
             total += rings[k].slot_bytes
-    return rings
+    return rings, over
 
 
 def _next_to_shrink(rings: list[tuple[int, BufferRing]], over: int) -> int | None:

@@ -318,7 +318,8 @@ class _InstanceRun:
         why = yield from self._wait(self.edges[iid])
         done, placed = self.dma.issue(ins, self.env.now)
         self._finish(iid, done)
-        opcode = ins.opcode.value
+        # a spill save / reload (schedule.py) shows as such; its Instruction is a dma_copy
+        opcode = ins.attrs.get("spill") or ins.opcode.value
         for pt in placed:
             self._record(ins, dma_row(pt.engine_index), opcode, pt.start_ns,
                          pt.end_ns, pt.transfer.nbytes, "dma_engine" if pt.engine_wait else why)

@@ -26,6 +26,10 @@ LOAD_STATIONARY = "load_stationary"
 MULTIPLY_MOVING = "multiply_moving"
 #: Row of the LoadStationary stages.
 TENSOR_LS_ROW = "tensor_ls"
+#: Opcodes of the spill DMAs the compiler adds (timing/spill.py): SBUF to HBM and back. Their
+#: Instruction is a dma_copy; the events name them.
+SPILL_SAVE = "spill_save"
+SPILL_RELOAD = "spill_reload"
 #: Prefix of the DMA engine rows ("dma0" .. "dma15").
 DMA_ROW_PREFIX = "dma"
 #: The compute engine rows, in display order.
