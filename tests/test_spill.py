@@ -88,6 +88,30 @@ def test_zeros_with_block_dims_is_one_memset_per_block():
         (b * 4096, (b + 1) * 4096) for b in range(16)}
 
 
+def two_phases(a, out):
+    """Two phases of two 80 KiB tiles each: four sites whose rings (320 KiB at their live
+    maxima) exceed SBUF, but at most 160 KiB is live at once."""
+    x = nl.load(a[0:128, :])
+    y = nl.multiply(x, 2.0)  # FIRST READER
+    nl.store(out[0:128, :], value=y)
+    z = nl.load(a[128:256, :])  # SECOND LOAD
+    w = nl.multiply(z, 3.0)
+    nl.store(out[128:256, :], value=w)
+
+
+def test_sites_that_fit_only_by_live_range_place_without_spilling():
+    a = np.random.default_rng(5).standard_normal((256, 20480)).astype(F32)
+    out = np.zeros_like(a)
+    res = simulate_quietly(two_phases, a, out)
+    np.testing.assert_allclose(out, np.concatenate([2 * a[:128], 3 * a[128:]]))
+    assert res.summary()["memory"]["sbuf"]["spill_save_bytes"] == 0
+    # the second phase's load takes the memory of the first phase's tiles: it waits for them
+    ev = res.events
+    first_reader = ev[ev.source == line(two_phases, "# FIRST READER")]
+    second_load = ev[(ev.source == line(two_phases, "# SECOND LOAD"))]
+    assert second_load.start_ns.min() >= first_reader.end_ns.max()
+
+
 # --- a kernel that truly spills -------------------------------------------------------------
 COLS = 12288  # one [128, 12288] fp32 tile = 48 KiB per partition
 N = 5  # five live at once: 240 KiB > 176 KiB
