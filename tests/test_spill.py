@@ -295,12 +295,27 @@ def test_mod_alloc_addresses_per_block_and_an_allocator_kept_across_calls():
 
 def bad_tile_counts():
     nl.ndarray((2, 3, nl.par_dim(128), 8), dtype=nl.float32,  # BAD
-               buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2,)))
+               buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2, 0)))
 
 
-def test_mod_alloc_tile_counts_need_one_per_block_dim():
-    with pytest.raises(KernelError, match=r"ncc.sbuf.mod_alloc num_free_tiles: expected \(\) or "
-                       r"2 positive tile counts \(one per block dim of the tensor\), found "
-                       r"\(2,\)") as info:
+def test_mod_alloc_tile_counts_must_be_positive():
+    with pytest.raises(KernelError, match=r"ncc.sbuf.mod_alloc num_free_tiles: expected positive "
+                       r"integer tile counts, found \(2, 0\)") as info:
         ncs.simulate(bad_tile_counts, timing=False)
     assert info.value.loc == line(bad_tile_counts, "# BAD")
+
+
+def test_mod_alloc_pairs_counts_with_block_dims_as_the_reference_does():
+    def kernel():
+        # no block dims and a one-count tuple (as AWS's tutorials write it): one tile at base
+        one = nl.ndarray((nl.par_dim(128), 64), dtype=nl.float32, name="one",
+                         buffer=ncc.sbuf.mod_alloc(base_addr=512, num_free_tiles=(1,)))
+        # more counts than block dims: the reference's linearize still scales by the later ones
+        more = nl.ndarray((2, nl.par_dim(128), 8), dtype=nl.float32, name="more",
+                          buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2, 3)))
+        one[...] = 0.0
+        more[...] = 0.0
+    prog = ncs.trace(kernel, functional=False).program
+    tiles = {t.name: t.placement.tiles for t in prog.tensors if t.placement is not None}
+    assert tiles["one"] == ((0, 512),)
+    assert tiles["more"] == ((0, 0), (0, 3 * 32))  # block 1 -> (1 % 2) * 3 tiles of 32 B

@@ -48,18 +48,19 @@ class DirectBuffer(nl.Buffer):
 
 def _modulo(base: int, counts: tuple[int, ...], scale: int, idx: tuple[int, ...],
             what: str = "") -> int:
-    """``base + scale * (row-major position of idx % counts in a grid of counts)``; empty
-    ``counts`` means one physical tile per dim (every block on the same tile). The reference
-    (``nki.compiler.sbuf.mod_alloc``): the tuple is empty or has one count per block dim."""
+    """The reference's modulo allocation (``nki.compiler.sbuf.mod_alloc``, SDK 2.26):
+    ``base + scale * linearize(counts, idx % counts)``, pairing block dims and counts as
+    ``zip`` does; empty ``counts`` means one physical tile per block dim (every block on the
+    same tile). The docs ask for one count per block dim, but AWS's own tutorials pass ``(1,)``
+    for a tensor without block dims, which the reference formula accepts, so we do too."""
     counts = tuple(counts) or (1,) * len(idx)
-    if len(counts) != len(idx) or not all(isinstance(n, (int, np.integer)) and n > 0
-                                          for n in counts):
+    if not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n > 0
+               for n in counts):
         raise _tracer.current().fail(
-            KernelError, f"{what}: expected () or {len(idx)} positive tile counts (one per block "
-            f"dim of the tensor), found {tuple(counts)!r}")
+            KernelError, f"{what}: expected positive integer tile counts, found {counts!r}")
     pos = 0
-    for i, n in zip(idx, counts):
-        pos = pos * int(n) + int(i) % int(n)
+    for d, (i, n) in enumerate(zip(idx, counts)):
+        pos += (int(i) % int(n)) * math.prod(int(c) for c in counts[d + 1:])
     return int(base) + pos * scale
 
 
