@@ -328,8 +328,10 @@ def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
                 _gc_paused():
             times = simulate_timing(launch.program, cfg,
                                     bar.update if bar is not None else None)
-    if not timing:
-        check_capacity(launch.program, cfg)  # the timing model checks it while scheduling
+    # (the timing model checks capacity while scheduling)
+    found = times.warnings if times is not None else check_capacity(launch.program, cfg)
+    for w in found:  # a SpillWarning: SBUF tiles spilled to HBM
+        warnings.warn(w, stacklevel=2)
     result = SimResult(program=launch.program, outputs=launch.outputs, config=cfg, timing=times)
     session = _SESSION.get()
     if session is not None:

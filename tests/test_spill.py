@@ -139,6 +139,7 @@ def test_over_subscribed_sbuf_spills_with_warning_dmas_and_summary():
         res = ncs.simulate(spilling_sum, a, out)
     np.testing.assert_allclose(out, a.reshape(N, 128, COLS).sum(axis=0), rtol=1e-5)
     msg = str(caught[0].message)
+    assert caught[0].filename == __file__  # shown at the simulate() call
     site = line(spilling_sum, "# LOADS")
     assert msg.startswith(f"{site}: SBUF over-subscribed")
     assert "180224 available" in msg and f"{site} (" in msg

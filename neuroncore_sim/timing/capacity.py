@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import heapq
 import math
-import warnings
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -90,9 +89,12 @@ class BufferPlan:
     spill: SpillPlan | None = None
 
 
-def check_capacity(program: Program, config: NeuronCoreConfig) -> None:
-    """Check that every SPMD instance's tiles fit in SBUF and PSUM; warn (SpillWarning) where
-    the compiler spills SBUF tiles to HBM.
+def check_capacity(program: Program, config: NeuronCoreConfig) -> list[SpillWarning]:
+    """Check that every SPMD instance's tiles fit in SBUF and PSUM.
+
+    Returns:
+        The SpillWarning of a launch whose SBUF tiles the compiler spills to HBM, or [] (the
+        caller shows it).
 
     Raises:
         CapacityError: some instance needs more than the core has and cannot spill it: PSUM
@@ -101,15 +103,16 @@ def check_capacity(program: Program, config: NeuronCoreConfig) -> None:
     by_instance: dict[int, list[Instruction]] = {}
     for ins in program.instructions:
         by_instance.setdefault(ins.instance, []).append(ins)
-    warn_spills([plan_buffers(by_instance[k], config) for k in sorted(by_instance)], config)
+    return spill_warnings([plan_buffers(by_instance[k], config) for k in sorted(by_instance)])
 
 
-def warn_spills(plans: list[BufferPlan], config: NeuronCoreConfig) -> None:
-    """One SpillWarning for a launch whose instances spill: the sites spilled most, their bytes
-    per partition, the demand and the capacity (message starts with the top site's line)."""
+def spill_warnings(plans: list[BufferPlan]) -> list[SpillWarning]:
+    """One SpillWarning for a launch whose instances spill (else []): the sites spilled most,
+    the bytes their saves store, the live demand and the capacity; the message starts with the
+    top site's line."""
     spilled = [p.spill for p in plans if p.spill is not None and p.spill.spilled]
     if not spilled:
-        return
+        return []
     sites: dict[str, int] = {}
     for sp in spilled:
         for site, b in sp.saved_sites.items():
@@ -121,11 +124,11 @@ def warn_spills(plans: list[BufferPlan], config: NeuronCoreConfig) -> None:
     saves = sum(sp.save_bytes for sp in spilled)
     reloads = sum(sp.reload_bytes for sp in spilled)
     lead = order[0][0] if order and ":" in order[0][0] else "kernel"
-    warnings.warn(SpillWarning(
+    return [SpillWarning(
         f"{lead}: SBUF over-subscribed: tiles live at once need up to {demand} bytes per "
         f"partition, {spilled[0].capacity} available; the compiler spills to HBM "
         f"{saves} bytes (spill stores) and reloads {reloads} bytes; spilled allocation sites "
-        f"(bytes stored): {parts}{more}"), stacklevel=4)
+        f"(bytes stored): {parts}{more}")]
 
 
 def plan_buffers(instrs: list[Instruction], config: NeuronCoreConfig) -> BufferPlan:

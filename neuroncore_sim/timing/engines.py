@@ -92,7 +92,8 @@ def simulate_timing(program: Program, config: NeuronCoreConfig,
         busy[e.engine] = busy.get(e.engine, 0.0) + (e.end_ns - e.start_ns)
     latency = max((e.end_ns for e in events), default=0.0)
     return TimingResult(events=tuple(events), latency_ns=latency, busy_ns=busy,
-                        instruction_end_ns=ends, work=kernel_work(program, config))
+                        instruction_end_ns=ends, work=kernel_work(program, config),
+                        warnings=schedule.warnings)
 
 
 class _Ticker:

@@ -112,6 +112,8 @@ class TimingResult:
         instruction_end_ns: ``Instruction.id`` -> when it completed (last stage or last
             transfer).
         work: the launch's total work (FLOPs, bytes), for bounds and utilisation.
+        warnings: what the timing model found worth a warning (a SpillWarning when SBUF tiles
+            are spilled), for the caller to show.
     """
 
     events: tuple[Event, ...]
@@ -119,6 +121,7 @@ class TimingResult:
     busy_ns: dict[str, float] = field(default_factory=dict)
     instruction_end_ns: dict[int, float] = field(default_factory=dict)
     work: KernelWork = field(default_factory=KernelWork)
+    warnings: tuple[Warning, ...] = ()
 
     @property
     def dma_busy_ns(self) -> float:

@@ -37,7 +37,8 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
-from .capacity import BufferPlan, BufferRing, plan_buffers, warn_spills
+from ..errors import SpillWarning
+from .capacity import BufferPlan, BufferRing, plan_buffers, spill_warnings
 from ..config import NeuronCoreConfig
 from ..program.ir import Access, Engine, Instruction, MemSpace, Opcode, Program, TensorDecl
 from .psum_zeros import folded_psum_zeros
@@ -82,9 +83,11 @@ class InstanceSchedule:
 
 @dataclass(frozen=True, slots=True)
 class Schedule:
-    """The schedule of a whole launch: one :class:`InstanceSchedule` per instance, in order."""
+    """The schedule of a whole launch: one :class:`InstanceSchedule` per instance, in order,
+    and the SpillWarning of a launch whose SBUF tiles are spilled (for the caller to show)."""
 
     instances: tuple[InstanceSchedule, ...]
+    warnings: tuple[SpillWarning, ...] = ()
 
 
 def queue_name(ins: Instruction) -> str:
@@ -104,10 +107,9 @@ def build_schedule(program: Program, config: NeuronCoreConfig) -> Schedule:
         by_instance.setdefault(ins.instance, []).append(ins)
     ids = _NewIds(len(program.instructions), len(program.tensors))
     plans: list[BufferPlan] = []
-    out = Schedule(tuple(_schedule_instance(k, by_instance[k], config, ids, plans)
-                         for k in sorted(by_instance)))
-    warn_spills(plans, config)
-    return out
+    instances = tuple(_schedule_instance(k, by_instance[k], config, ids, plans)
+                      for k in sorted(by_instance))
+    return Schedule(instances, tuple(spill_warnings(plans)))
 
 
 class _NewIds:
