@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
 
-from .timing.capacity import check_capacity
+from .timing.placement import check_capacity
 from .config import NeuronCoreConfig, load_config
 from .dtypes import to_dtype
 from .errors import KernelError, SimulatorError, SimulatorWarning, UnsupportedError
@@ -330,7 +330,7 @@ def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
                                     bar.update if bar is not None else None)
     # (the timing model checks capacity while scheduling)
     found = times.warnings if times is not None else check_capacity(launch.program, cfg)
-    for w in found:  # a SpillWarning: SBUF tiles spilled to HBM
+    for w in found:  # SpillWarnings: tiles spilled to the next memory
         warnings.warn(w, stacklevel=2)
     result = SimResult(program=launch.program, outputs=launch.outputs, config=cfg, timing=times)
     session = _SESSION.get()

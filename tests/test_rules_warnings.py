@@ -19,7 +19,7 @@ from hypothesis import given, settings, strategies as st
 import neuroncore_sim as ncs
 from neuroncore_sim.values import checks
 from neuroncore_sim import nki
-from neuroncore_sim.errors import ActivationRangeWarning, CapacityError, \
+from neuroncore_sim.errors import ActivationRangeWarning, CapacityError, SpillWarning, \
     LoopDependencyWarning, SimulatorWarning, UninitializedReadWarning
 import neuroncore_sim.nki.isa as nisa
 import neuroncore_sim.nki.language as nl
@@ -90,13 +90,16 @@ def _psum_kernel(n):
     return k
 
 
-def test_psum_banks_are_checked_without_timing():
+def test_psum_over_subscription_spills_to_sbuf_also_without_timing():
     bad, good = _psum_kernel(9), _psum_kernel(8)  # 9 live one-bank tiles; 8 banks
-    with pytest.raises(CapacityError, match=r"PSUM capacity: tiles live at once need 18432 bytes "
-                       r"per partition, available 16384") as info:
-        nki.simulate_kernel(bad)
-    assert info.value.loc == line(bad)
-    nki.simulate_kernel(good)
+    for run in (nki.simulate_kernel, lambda k: ncs.simulate(k)):
+        with pytest.warns(SpillWarning, match=re.escape(line(bad)) + r": PSUM over-subscribed: "
+                          r"tiles live at once need up to 18432 bytes per partition, 16384 "
+                          r"available; the compiler spills to SBUF 262144 bytes"):
+            run(bad)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        nki.simulate_kernel(good)
 
 
 # --- reads of memory nothing wrote -------------------------------------------------------------

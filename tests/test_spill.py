@@ -320,3 +320,37 @@ def test_mod_alloc_pairs_counts_with_block_dims_as_the_reference_does():
     tiles = {t.name: t.placement.tiles for t in prog.tensors if t.placement is not None}
     assert tiles["one"] == ((0, 512),)
     assert tiles["more"] == ((0, 0), (0, 3 * 32))  # block 1 -> (1 % 2) * 3 tiles of 32 B
+
+
+# --- PSUM over its 8 banks: spilled to SBUF ---------------------------------------------------
+def scores_then_max(q, k, out):
+    """All q.T @ k score tiles first (a PSUM block tensor of 4 x 4 banks), then a row max per
+    tile: 16 banks live at once."""
+    qk = nl.ndarray((4, 4, nl.par_dim(128), 512), dtype=nl.float32, buffer=nl.psum)  # SCORES
+    qs, ks = nl.load(q), nl.load(k)
+    for i in nl.affine_range(4):
+        for j in nl.affine_range(4):
+            qk[i, j] = nisa.nc_matmul(qs[:, i * 128:(i + 1) * 128], ks[:, j * 512:(j + 1) * 512])
+    for i in nl.affine_range(4):
+        m = nl.ndarray((nl.par_dim(128), 4), dtype=nl.float32)
+        for j in nl.affine_range(4):
+            m[:, j:j + 1] = nisa.tensor_reduce(op=nl.max, data=qk[i, j], axis=1, keepdims=True)
+        nl.store(out[i * 128:(i + 1) * 128, :], value=m)
+
+
+def test_psum_block_tensor_over_its_banks_spills_to_sbuf():
+    rng = np.random.default_rng(6)
+    q, k = rng.standard_normal((128, 512)).astype(F32), rng.standard_normal((128, 2048)).astype(F32)
+    out = np.zeros((512, 4), F32)
+    with pytest.warns(SpillWarning, match=line(scores_then_max, "# SCORES")
+                      + r": PSUM over-subscribed: tiles live at once need up to 32768 bytes"):
+        res = ncs.simulate(scores_then_max, q, k, out)
+    want = (q.T @ k).reshape(512, 4, 512).max(axis=2)
+    np.testing.assert_allclose(out, want, rtol=1e-5)
+    ev = res.events
+    saves = ev[ev.opcode == "psum_spill_save"]
+    assert len(saves) and set(saves.engine) == {"vector"}
+    psum = res.summary()["memory"]["psum"]
+    assert psum["spill_save_bytes"] == len(saves) * 128 * 2048  # whole one-bank tiles
+    assert psum["spill_reload_bytes"] > 0
+    assert psum["spill_sites"] == {line(scores_then_max, "# SCORES"): psum["spill_save_bytes"]}

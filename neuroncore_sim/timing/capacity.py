@@ -1,10 +1,10 @@
 """On-chip memory capacity: the buffer rings the compiler gives each allocation site, from the
-live ranges of the tiles a kernel allocates, and the SBUF / PSUM capacity check.
+live ranges of the tiles a kernel allocates, and whether they fit in SBUF / PSUM.
 
-This is the one place that decides whether a kernel's tiles fit. The timing model
-(:mod:`.schedule`) uses the rings to assign tiles to physical buffers; a functional-only run
-(``simulate(..., timing=False)``, ``nki.simulate_kernel``) calls :func:`check_capacity` so the
-same :class:`~neuroncore_sim.errors.CapacityError` is reported without timing.
+The timing model (:mod:`.schedule`, through :mod:`.placement`) uses the rings to assign tiles to
+physical buffers; a functional-only run (``simulate(..., timing=False)``,
+``nki.simulate_kernel``) calls :func:`.placement.check_capacity`, so the same errors and spill
+warnings come with or without timing.
 
 The model. The tiles allocated at one source line (``TensorDecl.site``) share a ring of physical
 buffers: ``min(tiles at the site, max(loop_tile_buffers, most tiles of the site live at once))``;
@@ -14,18 +14,19 @@ compiler reserves), or ``ceil(row_bytes / bank)`` whole 2 KiB banks in PSUM (8 b
 as in direct allocation. When the rings of a memory exceed its capacity they shrink one buffer at
 a time down to their live maximum, the ring with the most buffers above its live maximum first,
 so every ring keeps double buffering as long as any ring has more (:func:`_fit`); if that is
-still too much, the kernel does not fit: CapacityError naming the largest allocation sites.
+still too much, the memory is placed by live range and spilled (below).
 A *tile* is one logical block of a tensor: a tensor declared with block dims
 (``nl.ndarray((B0, B1, nl.par_dim(P), F), ...)``) is ``B0 * B1`` tiles, each with its own live
 range (the accesses that touch its columns), as the compiler allocates them; a tensor without
 block dims is one tile. Tile keys (:func:`tile_key`) are the tensor id for a tensor without block
 dims and ``id + (block << 32)`` for block ``block`` of a block tensor.
 
-SBUF over-subscription is not an error: when the rings do not fit even at their live maxima, the
-compiler spills: :mod:`.spill` places the tiles in program order and moves what does not fit to
-HBM and back (a :class:`~neuroncore_sim.errors.SpillWarning`, spill DMAs in the timeline). Only
-an instruction whose own tiles exceed SBUF, PSUM over-subscription (PSUM is not spilled) and
-directly allocated tiles past the usable memory are a CapacityError.
+Over-subscription is not an error: when the rings of a memory do not fit even at their live
+maxima, the compiler places its tiles by live range and spills what does not fit to the next
+memory (the NKI programming model: "the Neuron compiler inserts the necessary spills or refills
+between that memory and the next-tier memory"): SBUF to HBM, PSUM to SBUF (:mod:`.spill`,
+:mod:`.placement`). Only an instruction whose own tiles exceed a memory, and directly allocated
+tiles past the usable memory, are a CapacityError.
 
 SPMD instances run one after another, so each instance is checked on its own.
 """
@@ -38,8 +39,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from ..config import NeuronCoreConfig
-from ..errors import CapacityError, SpillWarning
-from ..program.ir import Instruction, MemSpace, Program, TensorDecl
+from ..program.ir import Instruction, MemSpace, TensorDecl
 from .spill import SpillPlan, plan_spills
 from .tiles import BLOCK_SHIFT, block_elems, tile_bytes
 
@@ -78,6 +78,8 @@ class BufferPlan:
         decls: tile key -> its tensor.
         spill: when the SBUF rings do not fit at their live maxima: the placement by live range
             and what the compiler spills to HBM (:mod:`.spill`); None otherwise.
+        psum_spill: the same for PSUM (spills go to SBUF); None when PSUM fits in its rings
+            or was planned already (``plan_buffers(..., psum_planned=True)``).
     """
 
     rings: tuple[BufferRing, ...]
@@ -87,57 +89,19 @@ class BufferPlan:
     split: dict[int, int]
     decls: dict[int, TensorDecl]
     spill: SpillPlan | None = None
+    psum_spill: SpillPlan | None = None
 
 
-def check_capacity(program: Program, config: NeuronCoreConfig) -> list[SpillWarning]:
-    """Check that every SPMD instance's tiles fit in SBUF and PSUM.
-
-    Returns:
-        The SpillWarning of a launch whose SBUF tiles the compiler spills to HBM, or [] (the
-        caller shows it).
-
-    Raises:
-        CapacityError: some instance needs more than the core has and cannot spill it: PSUM
-            beyond its live maxima, or one instruction's own tiles beyond SBUF.
-    """
-    by_instance: dict[int, list[Instruction]] = {}
-    for ins in program.instructions:
-        by_instance.setdefault(ins.instance, []).append(ins)
-    return spill_warnings([plan_buffers(by_instance[k], config) for k in sorted(by_instance)])
-
-
-def spill_warnings(plans: list[BufferPlan]) -> list[SpillWarning]:
-    """One SpillWarning for a launch whose instances spill (else []): the sites spilled most,
-    the bytes their saves store, the live demand and the capacity; the message starts with the
-    top site's line."""
-    spilled = [p.spill for p in plans if p.spill is not None and p.spill.spilled]
-    if not spilled:
-        return []
-    sites: dict[str, int] = {}
-    for sp in spilled:
-        for site, b in sp.saved_sites.items():
-            sites[site] = sites.get(site, 0) + b
-    order = sorted(sites.items(), key=lambda kv: (-kv[1], kv[0]))
-    parts = ", ".join(f"{site} ({b} bytes)" for site, b in order[:6])
-    more = f" and {len(order) - 6} more" if len(order) > 6 else ""
-    demand = max(sp.demand for sp in spilled)
-    saves = sum(sp.save_bytes for sp in spilled)
-    reloads = sum(sp.reload_bytes for sp in spilled)
-    lead = order[0][0] if order and ":" in order[0][0] else "kernel"
-    return [SpillWarning(
-        f"{lead}: SBUF over-subscribed: tiles live at once need up to {demand} bytes per "
-        f"partition, {spilled[0].capacity} available; the compiler spills to HBM "
-        f"{saves} bytes (spill stores) and reloads {reloads} bytes; spilled allocation sites "
-        f"(bytes stored): {parts}{more}")]
-
-
-def plan_buffers(instrs: list[Instruction], config: NeuronCoreConfig) -> BufferPlan:
+def plan_buffers(instrs: list[Instruction], config: NeuronCoreConfig,
+                 psum_planned: bool = False) -> BufferPlan:
     """The buffer rings of one instance's instructions (see the module docstring), and the
-    spill plan when SBUF is over-subscribed.
+    placement and spill plans of the memories over-subscribed at the rings' live maxima.
+
+    Args:
+        psum_planned: PSUM was placed already (the caller inserted its spills): no PSUM plan.
 
     Raises:
-        CapacityError: PSUM does not fit at the rings' live maxima, or an instruction's own
-            SBUF tiles do not fit.
+        CapacityError: an instruction's own tiles do not fit in SBUF or PSUM.
     """
     first: dict[int, int] = {}
     last: dict[int, int] = {}
@@ -178,13 +142,27 @@ def plan_buffers(instrs: list[Instruction], config: NeuronCoreConfig) -> BufferP
     rings = [_ring(keys, decls, first, last, config) for keys in sites.values()]
     placed_bytes = _placed_bytes(placed.values(), config)
     rings, over = _fit(rings, config, placed_bytes)
-    spill = None
-    if over:  # SBUF over-subscribed at the rings' live maxima: place tiles by live range
-        cap = config.sbuf_usable_bytes_per_partition - placed_bytes[MemSpace.SBUF]
-        spill = plan_spills(instrs, split, decls, first, last, cap, tile_bytes,
-                            placed_bytes[MemSpace.SBUF])
+    spill = psum_spill = None
+    if MemSpace.SBUF in over:  # over-subscribed at the rings' live maxima: place by live range
+        sb = MemSpace.SBUF
+        spill = plan_spills(instrs, split, decls, first, last, _capacity(sb, config, placed_bytes),
+                            tile_bytes, placed_bytes[sb], sb)
+    if MemSpace.PSUM in over and not psum_planned:
+        ps = MemSpace.PSUM
+        bank = config.psum_bank_bytes
+        psum_spill = plan_spills(instrs, split, decls, first, last,
+                                 _capacity(ps, config, placed_bytes),
+                                 lambda t: math.ceil(tile_bytes(t) / bank) * bank,
+                                 placed_bytes[ps], ps)
     return BufferPlan(tuple(rings), tuple(tuple(t) for t in sites.values()), first, last,
-                      split, decls, spill)
+                      split, decls, spill, psum_spill)
+
+
+def _capacity(space: MemSpace, config: NeuronCoreConfig, placed: dict[MemSpace, int]) -> int:
+    """Bytes per partition of ``space`` left to compiler-managed tiles."""
+    total = (config.sbuf_usable_bytes_per_partition if space is MemSpace.SBUF
+             else config.psum_bytes_per_partition)
+    return total - placed[space]
 
 
 def _site_key(t: TensorDecl) -> tuple[object, ...]:
@@ -237,22 +215,19 @@ def _placed_bytes(placed: Iterable[TensorDecl], config: NeuronCoreConfig) -> dic
 
 
 def _fit(rings: list[BufferRing], config: NeuronCoreConfig,
-         placed: dict[MemSpace, int]) -> tuple[list[BufferRing], bool]:
+         placed: dict[MemSpace, int]) -> tuple[list[BufferRing], set[MemSpace]]:
     """Shrink rings towards their live maximum until each space fits in what directly allocated
     tiles leave free, keeping every ring's prefetch depth (buffers above its live maximum) as
     even as possible; then give buffers back where they still fit (docs/model.md).
 
     Returns:
-        (rings, over): over is True when SBUF does not fit even at the live maxima (every SBUF
-        ring is then at its live maximum; the caller plans spills).
-
-    Raises:
-        CapacityError: PSUM does not fit at the live maxima.
+        (rings, over): ``over`` holds the memories that do not fit even at the live maxima
+        (their rings are then at their live maxima; the caller places them by live range).
     """
-    capacity = {MemSpace.SBUF: config.sbuf_usable_bytes_per_partition - placed[MemSpace.SBUF],
-                MemSpace.PSUM: config.psum_bytes_per_partition - placed[MemSpace.PSUM]}
+    capacity = {space: _capacity(space, config, placed) for space in (MemSpace.SBUF,
+                                                                       MemSpace.PSUM)}
     rings = list(rings)
-    over = False
+    over: set[MemSpace] = set()
     for space, cap in capacity.items():
         idx = [k for k, r in enumerate(rings) if r.space is space]
         wanted = {k: rings[k].buffers for k in idx}
@@ -260,10 +235,8 @@ def _fit(rings: list[BufferRing], config: NeuronCoreConfig,
         while total > cap:
             k = _next_to_shrink([(k, rings[k]) for k in idx], total - cap)
             if k is None:
-                if space is MemSpace.SBUF:
-                    over = True
-                    break
-                _raise_capacity(space, [rings[k] for k in idx], total, cap, placed[space])
+                over.add(space)
+                break
             rings[k] = _resized(rings[k], -1)
             total -= rings[k].slot_bytes
         while True:  # a shrink the later ones made unnecessary is undone
@@ -298,16 +271,3 @@ def _spare(r: BufferRing) -> int:
 
 def _resized(r: BufferRing, delta: int) -> BufferRing:
     return BufferRing(r.site, r.space, r.tiles, r.live_max, r.buffers + delta, r.slot_bytes)
-
-
-def _raise_capacity(space: MemSpace, rings: list[BufferRing], total: int, cap: int,
-                    placed: int) -> None:
-    order = sorted(rings, key=lambda r: -r.buffers * r.slot_bytes)
-    parts = ", ".join(f"{r.site} ({r.buffers} x {r.slot_bytes} B)" for r in order[:6])
-    more = f" and {len(order) - 6} more" if len(order) > 6 else ""
-    if placed:
-        more += f" (directly allocated tiles take another {placed} bytes per partition)"
-    raise CapacityError(
-        f"{space.value.upper()} capacity: tiles live at once need {total} bytes per partition, "
-        f"available {cap}; allocation sites: {parts}{more}",
-        loc=order[0].site if order and ":" in order[0].site else None)

@@ -263,8 +263,9 @@ class _InstanceRun:
             dur += self.overhead.get(iid, 0.0)
             start = env.now
             self._finish(iid, start + dur)
-            self._record(ins, engine.value, ins.opcode.value, start, start + dur,
-                         _nbytes(ins), why)
+            # a PSUM spill copy (placement.py) shows as such; its Instruction is a tensor_copy
+            self._record(ins, engine.value, ins.attrs.get("spill") or ins.opcode.value, start,
+                         start + dur, _nbytes(ins), why)
             yield env.timeout(dur)
             for port, req, _ in held:
                 port.release(req)

@@ -30,6 +30,9 @@ TENSOR_LS_ROW = "tensor_ls"
 #: Instruction is a dma_copy; the events name them.
 SPILL_SAVE = "spill_save"
 SPILL_RELOAD = "spill_reload"
+#: The same for PSUM, spilled to SBUF by VectorE copies (their Instruction is a tensor_copy).
+PSUM_SPILL_SAVE = "psum_spill_save"
+PSUM_SPILL_RELOAD = "psum_spill_reload"
 #: Prefix of the DMA engine rows ("dma0" .. "dma15").
 DMA_ROW_PREFIX = "dma"
 #: The compute engine rows, in display order.

@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 
 from ..config import NeuronCoreConfig
-from .events import TimingResult
 from ..program.ir import MemSpace, Program
-from .events import SPILL_RELOAD, SPILL_SAVE
+from .events import (PSUM_SPILL_RELOAD, PSUM_SPILL_SAVE, SPILL_RELOAD, SPILL_SAVE, TimingResult,
+                     is_dma_row)
 from .tiles import access_keys, block_elems, key_tensor, tile_bytes
 
 #: The on-chip memories tracked, in display order.
@@ -151,25 +151,30 @@ def memory_summary(program: Program, timing: TimingResult, config: NeuronCoreCon
     """:func:`peak_use` of SBUF and of PSUM, keyed "sbuf" and "psum"."""
     lives = tile_lives(program, timing, config)
     out = {space.value: peak_use(lives, space, config) for space in SPACES}
-    out["sbuf"].update(spill_use(timing))
+    out["sbuf"].update(spill_use(timing, SPILL_SAVE, SPILL_RELOAD))
+    out["psum"].update(spill_use(timing, PSUM_SPILL_SAVE, PSUM_SPILL_RELOAD))
     return out
 
 
-def spill_use(timing: TimingResult) -> dict[str, Any]:
-    """What the compiler spilled (:mod:`.spill`), from the spill DMAs' events.
+def spill_use(timing: TimingResult, save_op: str, reload_op: str) -> dict[str, Any]:
+    """What the compiler spilled (:mod:`.spill`), from the spill copies' events.
 
     Returns:
-        ``spill_save_bytes`` (SBUF to HBM, all partitions), ``spill_reload_bytes`` (HBM to
-        SBUF) and ``spill_sites``: allocation site -> bytes its spill saves stored, largest
-        first. Zeros and {} when nothing was spilled.
+        ``spill_save_bytes`` (all partitions; SBUF to HBM, or PSUM to SBUF),
+        ``spill_reload_bytes`` (back) and ``spill_sites``: allocation site -> bytes its spill
+        saves stored, largest first. Zeros and {} when nothing was spilled.
     """
     save = reload = 0
     sites: dict[str, int] = {}
     for e in timing.events:
-        if e.opcode == SPILL_SAVE:
-            save += e.nbytes
-            sites[e.source] = sites.get(e.source, 0) + e.nbytes
-        elif e.opcode == SPILL_RELOAD:
-            reload += e.nbytes
+        if e.opcode != save_op and e.opcode != reload_op:
+            continue
+        # a DMA event's bytes are moved bytes; a copy on an engine counts read plus written
+        moved = e.nbytes if is_dma_row(e.engine) else e.nbytes // 2
+        if e.opcode == save_op:
+            save += moved
+            sites[e.source] = sites.get(e.source, 0) + moved
+        else:
+            reload += moved
     order = dict(sorted(sites.items(), key=lambda kv: (-kv[1], kv[0])))
     return {"spill_save_bytes": save, "spill_reload_bytes": reload, "spill_sites": order}

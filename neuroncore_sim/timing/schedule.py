@@ -21,12 +21,11 @@ A tensor with block dims is one tile per block (:mod:`.tiles`): its blocks have 
 ranges and ring slots, and a block reusing a slot waits only for the accesses of the previous
 occupant's columns.
 
-Spills. When the capacity pass spills (:mod:`.spill`), the spill saves and reloads are inserted
-into the instance's instruction stream as ``dma_copy`` instructions (ids after the Program's,
-attrs ``spill``: "spill_save" / "spill_reload", line: the spilled tile's allocation site)
-between the tile and an HBM scratch tensor; the ordinary hazards order them after the tile's
-writes and before its next reads, and whatever takes an evicted tile's memory waits for that
-tile's live accesses (including its save).
+Spills. When a memory's rings do not fit, :mod:`.placement` places its tiles by live range and
+inserts the spill copies into the instance's instruction stream (SBUF: ``dma_copy`` to HBM and
+back; PSUM: VectorE ``tensor_copy`` to SBUF and back); the ordinary hazards order them after
+the tile's writes and before its next reads, and a tile placed by live range waits for the live
+accesses of the tiles whose memory it takes (including a save), instead of a ring slot.
 
 SPMD instances run one after another with a full barrier between them (the docs: instances
 execute serially on one NeuronCore), so each instance is scheduled on its own.
@@ -38,11 +37,11 @@ import heapq
 from dataclasses import dataclass
 
 from ..errors import SpillWarning
-from .capacity import BufferPlan, BufferRing, plan_buffers, spill_warnings
+from .capacity import BufferPlan, BufferRing
 from ..config import NeuronCoreConfig
-from ..program.ir import Access, Engine, Instruction, MemSpace, Opcode, Program, TensorDecl
+from ..program.ir import Access, Engine, Instruction, MemSpace, Opcode, Program
+from .placement import InstancePlan, NewIds, plan_instance, spill_warnings
 from .psum_zeros import folded_psum_zeros
-from .events import SPILL_SAVE
 from .tiles import BLOCK_SHIFT, access_keys, tile_cols
 
 _TID_MASK = (1 << BLOCK_SHIFT) - 1
@@ -84,7 +83,7 @@ class InstanceSchedule:
 @dataclass(frozen=True, slots=True)
 class Schedule:
     """The schedule of a whole launch: one :class:`InstanceSchedule` per instance, in order,
-    and the SpillWarning of a launch whose SBUF tiles are spilled (for the caller to show)."""
+    and the SpillWarnings of a launch whose tiles are spilled (for the caller to show)."""
 
     instances: tuple[InstanceSchedule, ...]
     warnings: tuple[SpillWarning, ...] = ()
@@ -99,93 +98,34 @@ def build_schedule(program: Program, config: NeuronCoreConfig) -> Schedule:
     """Queues, dependency edges and buffer rings of every instance of ``program``.
 
     Raises:
-        CapacityError: the tiles of some instance do not fit in SBUF or PSUM even with every
-            ring at its live maximum.
+        CapacityError: one instruction's own tiles exceed SBUF or PSUM (anything else that
+            does not fit is spilled, :mod:`.placement`).
     """
     by_instance: dict[int, list[Instruction]] = {}
     for ins in program.instructions:
         by_instance.setdefault(ins.instance, []).append(ins)
-    ids = _NewIds(len(program.instructions), len(program.tensors))
-    plans: list[BufferPlan] = []
+    ids = NewIds.after(program)
+    plans: list[InstancePlan] = []
     instances = tuple(_schedule_instance(k, by_instance[k], config, ids, plans)
                       for k in sorted(by_instance))
     return Schedule(instances, tuple(spill_warnings(plans)))
 
 
-class _NewIds:
-    """Ids for the instructions and tensors the schedule adds (spill DMAs, HBM spill space):
-    after the Program's own, unique across instances."""
-
-    def __init__(self, instructions: int, tensors: int) -> None:
-        self.instruction, self.tensor = instructions, tensors
-
-    def next_instruction(self) -> int:
-        self.instruction += 1
-        return self.instruction - 1
-
-    def next_tensor(self) -> int:
-        self.tensor += 1
-        return self.tensor - 1
-
-
 def _schedule_instance(instance: int, instrs: list[Instruction], config: NeuronCoreConfig,
-                       ids: _NewIds, plans: list[BufferPlan]) -> InstanceSchedule:
+                       ids: NewIds, plans: list[InstancePlan]) -> InstanceSchedule:
     folded = folded_psum_zeros(instrs)  # PSUM zeros the compiler folds into matmuls
     if folded:
         instrs = [ins for ins in instrs if ins.id not in folded]
-    plan = plan_buffers(instrs, config)
-    plans.append(plan)
-    takes: dict[int, list[tuple[int, tuple[int, ...]]]] = {}
-    if plan.spill is not None:  # SBUF placed by live range (spill.py), not in ring slots
-        sbuf = {k for k, t in plan.decls.items() if t.space is MemSpace.SBUF}
-        prev_occupant, first_use = _assign_buffers(instrs, plan, skip=sbuf)
-        instrs, takes = _with_spills(instrs, plan, ids)
-    else:
-        prev_occupant, first_use = _assign_buffers(instrs, plan)
+    ip = plan_instance(instrs, config, ids)  # rings; placement and spills where they do not fit
+    plans.append(ip)
+    instrs, plan = ip.instrs, ip.plan
+    prev_occupant, first_use = _assign_buffers(instrs, plan, skip=ip.unringed)
     queues: dict[str, list[int]] = {}
     for ins in instrs:
         queues.setdefault(queue_name(ins), []).append(ins.id)
-    deps, ls_deps, ls_skip = _hazards(instrs, prev_occupant, first_use, plan, takes)
+    deps, ls_deps, ls_skip = _hazards(instrs, prev_occupant, first_use, plan, ip.takes)
     return InstanceSchedule(instance, tuple(instrs), {k: tuple(v) for k, v in queues.items()},
                             deps, ls_deps, frozenset(ls_skip), plan.rings)
-
-
-def _with_spills(instrs: list[Instruction], plan: BufferPlan, ids: _NewIds
-                 ) -> tuple[list[Instruction], dict[int, list[tuple[int, tuple[int, ...]]]]]:
-    """The instruction stream with the spill DMAs inserted, and, per instruction id, each tile
-    it places with the tiles whose memory that tile takes (their accesses must be done
-    first)."""
-    sp = plan.spill
-    assert sp is not None
-    scratch: dict[int, tuple[Access, Access]] = {}
-    out: list[Instruction] = []
-    takes: dict[int, list[tuple[int, tuple[int, ...]]]] = {}
-    for i, ins in enumerate(instrs):
-        for op in sp.before.get(i, ()):
-            if op.key not in scratch:
-                scratch[op.key] = _spill_accesses(op.key, plan.decls[op.key], ids)
-            tile, hbm = scratch[op.key]
-            src, dst = (tile, hbm) if op.kind == SPILL_SAVE else (hbm, tile)
-            new = Instruction(ids.next_instruction(), Opcode.DMA_COPY, Engine.DMA,
-                              {"out": dst}, {"src": src}, {"dst_rmw_op": None, "spill": op.kind},
-                              loc=plan.decls[op.key].site, instance=ins.instance)
-            out.append(new)
-            if op.takes:
-                takes[new.id] = [(op.key, op.takes)]
-        if i in sp.takes:
-            takes[ins.id] = sp.takes[i]
-        out.append(ins)
-    return out, takes
-
-
-def _spill_accesses(key: int, t: TensorDecl, ids: _NewIds) -> tuple[Access, Access]:
-    """The tile's region (all partitions, its block's columns) and its HBM spill space."""
-    lo, hi = tile_cols(key, t)
-    n = hi - lo
-    hbm = TensorDecl(ids.next_tensor(), f"{t.name}.spill", MemSpace.HBM, (t.rows, n), t.dtype,
-                     kind="hbm")
-    return (Access(t, lo, ((t.row_size, t.rows), (1, n))),
-            Access(hbm, 0, ((n, t.rows), (1, n))))
 
 
 # --- buffer rings ---------------------------------------------------------------------------------

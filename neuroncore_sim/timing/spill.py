@@ -1,5 +1,5 @@
 """Placement by live range, and spilling: what the compiler does when the buffer rings of the
-compiler-managed SBUF tiles do not fit even at their live maxima.
+compiler-managed tiles of a memory (SBUF or PSUM) do not fit even at their live maxima.
 
 Called by :func:`.capacity.plan_buffers` only then. The model (docs/model.md, "Spilling"):
 
@@ -12,14 +12,15 @@ Called by :func:`.capacity.plan_buffers` only then. The model (docs/model.md, "S
 * When an instruction needs a tile that is not in SBUF (its first use, or a use after it was
   spilled) and there is no room, resident tiles that this instruction does not touch are evicted,
   the one whose next use is furthest away first (Belady's choice; ties: the larger tile, then the
-  later key). A victim written since it was last saved is stored to HBM first (a *spill save*);
-  a victim whose HBM copy is current is dropped without a store.
-* A spilled tile is brought back (a *spill reload*, HBM to SBUF) just before its next use.
+  later key). A victim written since it was last saved is stored to the next memory first (a
+  *spill save*: SBUF to HBM, PSUM to SBUF); a victim whose copy there is current is dropped
+  without a store.
+* A spilled tile is brought back (a *spill reload*) just before its next use.
 * An instruction whose own tiles exceed SBUF cannot run: CapacityError at its line.
 
 The planner returns, per instruction index, the spill DMAs to insert before it and the tiles
 whose memory each newly placed tile takes; :mod:`.schedule` turns them into ``dma_copy``
-instructions and edges (and uses no ring slots for SBUF in this case).
+instructions (:mod:`.placement`) and edges (no ring slots for the memory in this case).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Callable
 
 from ..errors import CapacityError
 from ..program.ir import Instruction, MemSpace, TensorDecl
-from .events import SPILL_RELOAD, SPILL_SAVE
+from .events import PSUM_SPILL_RELOAD, PSUM_SPILL_SAVE, SPILL_RELOAD, SPILL_SAVE
 from .tiles import access_keys
 
 _NEVER = 1 << 62  # next use of a tile with none left
@@ -43,7 +44,8 @@ class SpillOp:
     """One spill DMA to insert before an instruction.
 
     Attributes:
-        kind: :data:`SPILL_SAVE` (SBUF to HBM) or :data:`SPILL_RELOAD` (HBM to SBUF).
+        kind: SBUF: ``spill_save`` (to HBM) or ``spill_reload`` (back); PSUM:
+            ``psum_spill_save`` (to SBUF) or ``psum_spill_reload`` (events.py).
         key: the tile (:mod:`.tiles` key).
         takes: for a reload, the tiles whose memory it takes (it waits for their accesses).
     """
@@ -84,24 +86,28 @@ class SpillPlan:
 
 def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[int, TensorDecl],
                 first: dict[int, int], last: dict[int, int], capacity: int,
-                size_of: Callable[[TensorDecl], int], placed: int = 0) -> SpillPlan:
-    """Place the SBUF tiles of one instance in program order (module docstring).
+                size_of: Callable[[TensorDecl], int], placed: int = 0,
+                space: MemSpace = MemSpace.SBUF) -> SpillPlan:
+    """Place the ``space`` tiles of one instance in program order (module docstring).
 
     Args:
         split: tensor id -> elements per block tile (0: one tile), from the capacity pass.
         decls, first, last: tile key -> tensor, first and last use index.
         capacity: bytes per partition left for compiler-managed tiles.
-        size_of: bytes per partition of one tile of a tensor.
+        size_of: bytes per partition of one tile of a tensor (PSUM: whole banks).
         placed: bytes per partition directly allocated tiles take (named in the error).
+        space: SBUF (spills go to HBM) or PSUM (spills go to SBUF).
 
     Returns:
         The plan (``spilled`` False when the tiles fit by live range).
 
     Raises:
-        CapacityError: one instruction's own SBUF tiles exceed ``capacity``.
+        CapacityError: one instruction's own tiles exceed ``capacity``.
     """
-    touched, written, uses = _scan(instrs, split)
-    size = {k: size_of(t) for k, t in decls.items() if t.space is MemSpace.SBUF}
+    save_kind, reload_kind = ((SPILL_SAVE, SPILL_RELOAD) if space is MemSpace.SBUF
+                              else (PSUM_SPILL_SAVE, PSUM_SPILL_RELOAD))
+    touched, written, uses = _scan(instrs, split, space)
+    size = {k: size_of(t) for k, t in decls.items() if t.space is space}
     plan = SpillPlan(capacity=capacity)
     resident: dict[int, int] = {}
     out: set[int] = set()  # spilled and still live
@@ -121,7 +127,7 @@ def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[in
                 out_bytes -= size[k]
         need = [k for k in keys if k in size]
         if sum(size[k] for k in need) > capacity:
-            _too_big(instrs[i], need, decls, size, capacity, placed)
+            _too_big(instrs[i], need, decls, size, capacity, placed, space)
         for k in need:
             if k in resident:
                 continue
@@ -134,7 +140,7 @@ def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[in
                 if v in dirty:
                     dirty.discard(v)
                     saved.add(v)
-                    plan.before.setdefault(i, []).append(SpillOp(SPILL_SAVE, v))
+                    plan.before.setdefault(i, []).append(SpillOp(save_kind, v))
                     nbytes = size[v] * decls[v].rows
                     plan.save_bytes += nbytes
                     site = str(decls[v].site) if decls[v].site is not None else decls[v].name
@@ -144,7 +150,7 @@ def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[in
                 out.discard(k)
                 out_bytes -= size[k]
                 if k in saved:  # (a tile never written has nothing to bring back)
-                    plan.before.setdefault(i, []).append(SpillOp(SPILL_RELOAD, k, holders))
+                    plan.before.setdefault(i, []).append(SpillOp(reload_kind, k, holders))
                     plan.reload_bytes += size[k] * decls[k].rows
                     holders = ()
             else:
@@ -156,7 +162,7 @@ def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[in
         for k in written[i]:
             dirty.add(k)
     for ops in plan.before.values():  # saves free memory the reloads take: saves first
-        ops.sort(key=lambda op: op.kind != SPILL_SAVE)
+        ops.sort(key=lambda op: op.kind != save_kind)
     return plan
 
 
@@ -176,9 +182,10 @@ def _take(free: deque[list[int]], nbytes: int) -> tuple[int, ...]:
     return tuple(holders)
 
 
-def _scan(instrs: list[Instruction], split: dict[int, int]
+def _scan(instrs: list[Instruction], split: dict[int, int], space: MemSpace
           ) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]], dict[int, list[int]]]:
-    """Per instruction: the SBUF tile keys it touches and those it writes; per key its uses."""
+    """Per instruction: the ``space`` tile keys it touches and those it writes; per key its
+    uses."""
     touched: list[tuple[int, ...]] = []
     written: list[tuple[int, ...]] = []
     uses: dict[int, list[int]] = {}
@@ -187,7 +194,7 @@ def _scan(instrs: list[Instruction], split: dict[int, int]
         wrote: list[int] = []
         for a, is_write in ins.accesses():
             t = a.tensor
-            if t.space is not MemSpace.SBUF or t.placement is not None:
+            if t.space is not space or t.placement is not None:
                 continue
             for k in access_keys(a, split[t.id]):
                 seen[k] = None
@@ -217,12 +224,13 @@ def _victim(resident: dict[int, int], need: list[int], uses: dict[int, list[int]
 
 
 def _too_big(ins: Instruction, need: list[int], decls: dict[int, TensorDecl],
-             size: dict[int, int], capacity: int, placed: int) -> None:
+             size: dict[int, int], capacity: int, placed: int, space: MemSpace) -> None:
     names = ", ".join(f"{decls[k].site or decls[k].name} ({size[k]} B)"
                       for k in sorted(need, key=lambda k: -size[k]))
     if placed:
         names += f" (directly allocated tiles take another {placed} bytes per partition)"
     raise CapacityError(
-        f"SBUF capacity: {ins.opcode.value} needs its tiles in SBUF at once (spilling cannot "
+        f"{space.value.upper()} capacity: {ins.opcode.value} needs its tiles in "
+        f"{space.value.upper()} at once (spilling cannot "
         f"help); expected at most {capacity} bytes per partition, found "
         f"{sum(size[k] for k in need)}; tiles allocated at: {names}", loc=str(ins.loc) if ins.loc is not None else None)
