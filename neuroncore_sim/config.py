@@ -14,6 +14,8 @@ TOML files override fields by the same names::
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import math
 import tomllib
 from dataclasses import dataclass
@@ -22,6 +24,10 @@ from pathlib import Path
 from .errors import ConfigError
 
 KIB = 1024
+
+#: Version of the timing model: changed by every commit that moves estimates (a recalibration, a
+#: new mechanism), so stored cycle baselines can tell a model change from a kernel regression.
+MODEL_VERSION = "2026.11.25"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -136,6 +142,13 @@ class NeuronCoreConfig:
     def cycles_to_ns(self, engine: str, cycles: float) -> float:
         """Convert a cycle count of ``engine`` to nanoseconds."""
         return cycles * 1e9 / self.clock_hz(engine)
+
+    def fingerprint(self) -> str:
+        """A short hash of every hardware field (the name left out): two configs with the same
+        fingerprint give the same estimates under one MODEL_VERSION."""
+        fields = {f: getattr(self, f) for f in self.__dataclass_fields__ if f != "name"}
+        text = json.dumps(fields, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 TRN1 = NeuronCoreConfig(

@@ -20,6 +20,7 @@ from ..program.ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
 from .operands import fail as _fail, require_tile as _tile
 from .operands import issue, issue_into, mask_box, op_name, operand, scalar_value
+from .broadcast import per_partition
 from .tensor import NkiTensor
 
 #: Public names re-exported as ``nki.isa.<name>``.
@@ -168,11 +169,7 @@ def select_reduce(*, dst: Any, predicate: Any, on_true: Any, on_false: Any,
 
 def _column(x: Any, ref: NkiTensor, what: str) -> NkiTensor:
     """A per-partition [P, 1] tile for ``ref``."""
-    t = _tile(x, what)
-    if t.shape[:1] != ref.shape[:1] or _free(t) != 1:
-        raise _fail(ShapeError, f"{what}: expected shape [{ref.shape[0]}, 1], found "
-                    f"{list(t.shape)}")
-    return t
+    return per_partition(x, ref, what)
 
 
 def range_select(*, on_true_tile: Any, comp_op0: Any, comp_op1: Any, bound0: Any, bound1: Any,

@@ -25,7 +25,9 @@ from .gather import gather_flattened, loop_reduce  # noqa: F401
 from .indirect import atomic_rmw  # noqa: F401  (nl.atomic_rmw)
 from .rng import nl_dropout as dropout, rand, random_seed  # noqa: F401
 from .nlmath import *  # noqa: F401,F403  (the element-wise / reduction surface)
-from .nlmath import binary, copy_op  # noqa: F401
+from .nlmath import binary, copy_op, partition_broadcast  # noqa: F401
+from .broadcast import (broadcast_error, common_shape, expand, padded, relabel,
+                        same_layout)
 from .operands import ON_CHIP, checked_access, issue_into, operand, scalar_value, shape_arg
 from .tensor import NkiTensor
 
@@ -210,8 +212,15 @@ def _same_region(a: NkiTensor, b: NkiTensor) -> bool:
 
 
 def assign(target: NkiTensor, value: Any) -> None:
-    """``target[...] = value``: write an instruction's result directly, copy, or memset."""
+    """``target[...] = value``: write an instruction's result directly, copy, or memset.
+
+    Shapes meet by partition-aligned broadcasting (broadcast.py): a [P] result fills a [P, 1]
+    slot, a [P, 1] tile fills the free axes of a [P, F] one; a single element (``t[i, j]``) is
+    a [1, 1] region.
+    """
     tr = _tracer.current("tile assignment")
+    if target.ndim == 0:
+        target = relabel(target, (1, 1))
     if not isinstance(value, NkiTensor):
         v = scalar_value(value, "assignment value")
         issue_into("memset", Opcode.MEMSET, Engine.VECTOR, target.partition_first(), {},
@@ -219,7 +228,9 @@ def assign(target: NkiTensor, value: Any) -> None:
                    dst_spaces=(MemSpace.SBUF, MemSpace.PSUM))
         return
     op = tr.pending if tr.pending is not None and tr.pending.result is value else None
-    if op is not None and _can_write(op.engine, target.space) and value.shape == target.shape:
+    if (op is not None and _can_write(op.engine, target.space)
+            and (value.shape == target.shape or same_layout(value.shape, target.shape))):
+        target = relabel(target, value.shape)  # the instruction's own shape, same elements
         tr.take_pending(value)
         tr.complete(op, checked_access(tr, target.shrink(op.box), "assignment target", "",
                                        (MemSpace.SBUF, MemSpace.PSUM, MemSpace.HBM), op.engine))
@@ -230,7 +241,15 @@ def assign(target: NkiTensor, value: Any) -> None:
     if target.space is MemSpace.HBM or value.space is MemSpace.HBM:
         dma_move("assignment", target, value, None, None)
         return
-    src = value.with_shape(target.shape) if value.shape != target.shape else value
+    if same_layout(value.shape, target.shape):
+        src = relabel(value, target.shape)
+    else:
+        shape = common_shape(value.shape, target.shape)
+        if shape is None or shape != padded(target.shape, len(shape)):
+            raise broadcast_error("assignment", value.shape, target.shape)
+        if padded(value.shape, 1)[0] != target.shape[0]:  # one partition to many: moves data
+            value = partition_broadcast(value, (target.shape[0],) + value.shape[1:])
+        src = expand(value, target.shape, "assignment")
     issue_into("tensor_copy", Opcode.TENSOR_COPY, Engine.VECTOR, target, {"src": src}, {})
 
 

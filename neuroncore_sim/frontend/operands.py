@@ -162,6 +162,13 @@ def checked_access(tr: _tracer.Tracer, t: Any, what: str, role: str,
             raise tr.fail(AccessError, f"{_label(what, role)}: {problem}")
         t._checked = True
     acc = t._access if t._access is not None else t.access()
+    if engine is not None and engine is not Engine.DMA and acc.pattern:
+        p_step, p_size = acc.pattern[0]
+        if p_step == 0 and p_size > 1 and t.space is not MemSpace.HBM:
+            # lanes map 1:1 to partitions (arch.md 1.5): no engine but DMA repeats one
+            raise tr.fail(AccessError, f"{_label(what, role)}: the view repeats one partition "
+                          f"over {p_size} partitions; compute engines read one partition per "
+                          f"lane (copy it to many with nl.broadcast_to)")
     if engine is not None and engine is not Engine.DMA and acc.row_lo:
         problem = start_partition_error(acc)  # (partition 0 is always allowed)
         if problem:

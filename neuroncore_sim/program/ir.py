@@ -29,7 +29,8 @@ import numpy as np
 
 from ..dtypes import dtype_name
 from .layout import BOUNDS, layout, measure, slot_setters
-from .opcodes import OPCODE_DOC, Opcode  # noqa: F401  (re-exported: part of the IR vocabulary)
+# re-exported: part of the IR vocabulary
+from .opcodes import DMA_OPCODES, OPCODE_DOC, Opcode  # noqa: F401
 
 __all__ = ["Engine", "MemSpace", "Opcode", "OPCODE_DOC", "SourceLoc", "Placement", "TensorDecl",
            "Access", "Affine", "Predicate", "Instruction", "Program"]

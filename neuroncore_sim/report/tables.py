@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..timing import analysis, memory_use
-from ..timing.events import TENSOR_LS_ROW, is_dma_row
+from ..timing.events import MAIN_ENGINES, TENSOR_LS_ROW, is_dma_row
 from ..program.ir import MemSpace
 from ..result import SimResult
 
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 #: Engine rows always listed by :func:`engine_table`, even when idle (users ask "why is X idle").
-MAIN_ENGINES = ("tensor", "vector", "scalar", "gpsimd")
 
 
 def _busy_percent(busy_ns: float, latency_ns: float) -> float:
@@ -257,11 +256,26 @@ def summary_text(result: SimResult) -> str:
         _memory_text(name, m) for name, m in s["memory"].items()))
     for i, stall in enumerate(s["top_stalls"][:3]):
         lines.append(("stalls     : " if i == 0 else " " * 13) + analysis.stall_text(stall))
+    lines += _critical_path_text(s["critical_path"], latency)
     top = source_table(result).head(3)
     if len(top):
         lines.append("top lines  : " + "; ".join(
             f"{src or '?'} {row.percent:.0f}%" for src, row in top.iterrows()))
     return "\n".join(lines) + "\n"
+
+
+def _critical_path_text(cp: dict, latency: float) -> list[str]:
+    """The critical path: time per engine on it, then its largest waits and their root causes."""
+    shares = sorted(cp["by_engine_ns"].items(), key=lambda kv: -kv[1])
+    lines = ["critical   : " + ", ".join(
+        f"{row} {_busy_percent(ns, latency):.0f}%" for row, ns in shares)
+        + f" of the latency ({cp['steps']} steps; waiting {_busy_percent(cp['wait_ns'], latency):.0f}%)"]
+    for stall in cp["top_stalls"][:2]:
+        lines.append(" " * 13 + f"{stall['engine']} waited {stall['wait_ns'] / 1000:,.2f} us at "
+                     f"{stall['source'] or '?'} ({stall['opcode']}) for {stall['waited_on']}; "
+                     f"root cause: {stall['root_engine']} ({stall['root_opcode']} at "
+                     f"{stall['root_source'] or '?'})")
+    return lines
 
 
 def _memory_text(name: str, m: dict) -> str:

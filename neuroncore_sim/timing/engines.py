@@ -45,12 +45,11 @@ from ..config import NeuronCoreConfig
 from .cost import (cycles_to_ns, instruction_cycles, kernel_work, matmul_stage_cycles,
                    pipeline_latency_ns)
 from .dma import DmaEngines
-from .events import (LOAD_STATIONARY, MULTIPLY_MOVING, TENSOR_LS_ROW, Event, TimingResult,
-                     DMA_ROW_PREFIX, dma_row, is_dma_row)
+from .events import (COMPUTE_ROWS, DMA_ROW_PREFIX, LOAD_STATIONARY, MULTIPLY_MOVING,
+                     TENSOR_LS_ROW, Event, TimingResult, dma_row, is_dma_row)
 from ..program.ir import Engine, Instruction, MemSpace, Opcode, Program
 from .schedule import DMA_QUEUE, RAW, WAR, InstanceSchedule, build_schedule
 
-_ENGINE_ORDER = ("tensor", "vector", "scalar", "gpsimd", "sync")
 _SBUF_SHARERS = (Engine.VECTOR, Engine.GPSIMD)
 _PSUM_SHARERS = (Engine.VECTOR, Engine.SCALAR)
 
@@ -115,8 +114,8 @@ class _Ticker:
 
 def _row_rank(row: str) -> tuple[int, int, str]:
     """Display order of rows: compute engines, tensor_ls, then dma0..dma15 numerically."""
-    if row in _ENGINE_ORDER:
-        return (0, _ENGINE_ORDER.index(row), row)
+    if row in COMPUTE_ROWS:
+        return (0, COMPUTE_ROWS.index(row), row)
     if is_dma_row(row):
         return (2, int(row[len(DMA_ROW_PREFIX):]), row)
     return (1, 0, row)
@@ -183,7 +182,7 @@ class _InstanceRun:
 
     def run(self) -> float:
         """Run the instance; return the time its last instruction ends."""
-        for name in _ENGINE_ORDER:
+        for name in COMPUTE_ROWS:
             ids = self.inst.queues.get(name)
             if not ids:
                 continue

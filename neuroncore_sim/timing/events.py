@@ -35,8 +35,10 @@ PSUM_SPILL_SAVE = "psum_spill_save"
 PSUM_SPILL_RELOAD = "psum_spill_reload"
 #: Prefix of the DMA engine rows ("dma0" .. "dma15").
 DMA_ROW_PREFIX = "dma"
-#: The compute engine rows, in display order.
-COMPUTE_ROWS = ("tensor", "vector", "scalar", "gpsimd", "sync")
+#: The four compute engines, in display order.
+MAIN_ENGINES = ("tensor", "vector", "scalar", "gpsimd")
+#: The rows of the engines that run instruction streams, in display order.
+COMPUTE_ROWS = MAIN_ENGINES + ("sync",)
 
 
 def dma_row(engine_index: int) -> str:

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from ..errors import SpillWarning
 from .capacity import BufferPlan, BufferRing
 from ..config import NeuronCoreConfig
-from ..program.ir import Access, Engine, Instruction, MemSpace, Opcode, Program
+from ..program.ir import DMA_OPCODES, Access, Engine, Instruction, MemSpace, Opcode, Program
 from .placement import InstancePlan, NewIds, plan_instance, spill_warnings
 from .psum_zeros import folded_psum_zeros
 from .tiles import BLOCK_SHIFT, access_keys, tile_cols
@@ -51,7 +51,6 @@ RAW, WAW, WAR = 0, 1, 2
 KIND_NAMES = ("RAW", "WAW", "WAR")
 #: Queue name of the DMA instructions (issued dataflow-style, not in order).
 DMA_QUEUE = "dma"
-_DMA_OPCODES = (Opcode.DMA_COPY, Opcode.DMA_TRANSPOSE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +90,7 @@ class Schedule:
 
 def queue_name(ins: Instruction) -> str:
     """The queue an instruction goes to: its engine name, or "dma" for DMA opcodes."""
-    return DMA_QUEUE if ins.opcode in _DMA_OPCODES else ins.engine.value
+    return DMA_QUEUE if ins.opcode in DMA_OPCODES else ins.engine.value
 
 
 def build_schedule(program: Program, config: NeuronCoreConfig) -> Schedule:

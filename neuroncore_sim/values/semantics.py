@@ -300,6 +300,9 @@ def tensor_tensor(srcs: Arrays, attrs: Mapping, outs: Outs, engine: Engine) -> d
     """out = data1 op data2 (float32; exact integer math for int tiles on GpSimd)."""
     a, b, op = srcs["data1"], srcs["data2"], canon(attrs["op"])
     dt = outs["out"].dtype
+    if a.ndim != b.ndim:  # NKI aligns shapes at the partition dim: append free axes, not prepend
+        n = max(a.ndim, b.ndim)
+        a, b = (x.reshape(x.shape + (1,) * (n - x.ndim)) for x in (a, b))
     if (engine is Engine.GPSIMD and op in ("add", "subtract", "multiply", "maximum", "minimum")
             and a.dtype.kind in "iu" and b.dtype.kind in "iu" and dt.kind in "iu"):
         return {"out": ARITH[op](a.astype(np.int64), b.astype(np.int64))}
