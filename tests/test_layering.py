@@ -86,7 +86,8 @@ CYCLES_TO_BREAK: frozenset[frozenset[str]] = frozenset({
                "values.semantics_select"}),
     # no allocation module: dma, indirect, nlmath, compiler reach up to language for ndarray;
     # isa.py is both an instruction module and the facade of its siblings.
-    frozenset({"frontend.compiler", "frontend.dma", "frontend.dynamic", "frontend.gather",
+    frozenset({"frontend.broadcast", "frontend.compiler", "frontend.dma", "frontend.dynamic",
+               "frontend.gather",
                "frontend.indirect", "frontend.isa", "frontend.isa_select", "frontend.language",
                "frontend.nlmath", "frontend.operands", "frontend.rng", "frontend.tensor"}),
 })
