@@ -145,12 +145,12 @@ def plan_buffers(instrs: list[Instruction], config: NeuronCoreConfig,
     spill = psum_spill = None
     if MemSpace.SBUF in over:  # over-subscribed at the rings' live maxima: place by live range
         sb = MemSpace.SBUF
-        spill = plan_spills(instrs, split, decls, first, last, _capacity(sb, config, placed_bytes),
+        spill = plan_spills(instrs, split, decls, last, _capacity(sb, config, placed_bytes),
                             tile_bytes, placed_bytes[sb], sb)
     if MemSpace.PSUM in over and not psum_planned:
         ps = MemSpace.PSUM
         bank = config.psum_bank_bytes
-        psum_spill = plan_spills(instrs, split, decls, first, last,
+        psum_spill = plan_spills(instrs, split, decls, last,
                                  _capacity(ps, config, placed_bytes),
                                  lambda t: math.ceil(tile_bytes(t) / bank) * bank,
                                  placed_bytes[ps], ps)

@@ -9,7 +9,7 @@ Called by :func:`.capacity.plan_buffers` only then. The model (docs/model.md, "S
   held it; a new tile takes the least recently freed chunks first (the rings' policy), and its
   accesses wait for those tiles' accesses (WAR/WAW). Fragmentation is not modelled (chunks need
   not be contiguous).
-* When an instruction needs a tile that is not in SBUF (its first use, or a use after it was
+* When an instruction needs a tile that is not in the memory (its first use, or a use after it was
   spilled) and there is no room, resident tiles that this instruction does not touch are evicted,
   the one whose next use is furthest away first (Belady's choice; ties: the larger tile, then the
   later key). A victim written since it was last saved is stored to the next memory first (a
@@ -85,14 +85,14 @@ class SpillPlan:
 
 
 def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[int, TensorDecl],
-                first: dict[int, int], last: dict[int, int], capacity: int,
+                last: dict[int, int], capacity: int,
                 size_of: Callable[[TensorDecl], int], placed: int = 0,
                 space: MemSpace = MemSpace.SBUF) -> SpillPlan:
     """Place the ``space`` tiles of one instance in program order (module docstring).
 
     Args:
         split: tensor id -> elements per block tile (0: one tile), from the capacity pass.
-        decls, first, last: tile key -> tensor, first and last use index.
+        decls, last: tile key -> tensor, last use index.
         capacity: bytes per partition left for compiler-managed tiles.
         size_of: bytes per partition of one tile of a tensor (PSUM: whole banks).
         placed: bytes per partition directly allocated tiles take (named in the error).
