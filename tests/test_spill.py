@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import neuroncore_sim as ncs
 import neuroncore_sim.nki.compiler as ncc
@@ -354,3 +355,38 @@ def test_psum_block_tensor_over_its_banks_spills_to_sbuf():
     assert psum["spill_save_bytes"] == len(saves) * 128 * 2048  # whole one-bank tiles
     assert psum["spill_reload_bytes"] > 0
     assert psum["spill_sites"] == {line(scores_then_max, "# SCORES"): psum["spill_save_bytes"]}
+
+
+# --- property: spills happen exactly when the live tiles exceed SBUF, values stay right --------
+TILE_COLS = 10240  # 40 KiB per partition in fp32
+
+
+def make_sum_kernel(order):
+    """Loads len(order) 40 KiB tiles, then adds them up in ``order``."""
+    def kernel(a, out):
+        tiles = [nl.load(a[k * 128:(k + 1) * 128, :]) for k in range(len(order))]
+        acc = tiles[order[0]]
+        for k in order[1:]:
+            acc = nl.add(acc, tiles[k])
+        nl.store(out, value=acc)
+    return kernel
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.permutations(range(5)).flatmap(
+    lambda p: st.integers(2, 5).map(lambda n: [k for k in p if k < n])))
+def test_spills_exactly_when_live_tiles_exceed_sbuf(order):
+    n = len(order)
+    a = np.random.default_rng(n).standard_normal((n * 128, TILE_COLS)).astype(F32)
+    out = np.zeros((128, TILE_COLS), F32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = ncs.simulate(make_sum_kernel(tuple(order)), a, out)
+    np.testing.assert_allclose(out, a.reshape(n, 128, TILE_COLS).sum(axis=0), rtol=1e-5,
+                               atol=1e-5)
+    # at the first add every loaded tile is live, and so is its result: n + 1 tiles
+    over = (n + 1) * TILE_COLS * 4 > 180224
+    sbuf = res.summary()["memory"]["sbuf"]
+    assert (sbuf["spill_save_bytes"] > 0) == over
+    assert any(issubclass(w.category, SpillWarning) for w in caught) == over
+    assert sbuf["spill_save_bytes"] % (128 * TILE_COLS * 4) == 0
