@@ -17,6 +17,7 @@ import neuroncore_sim as ncs
 import neuroncore_sim.nki.compiler as ncc
 import neuroncore_sim.nki.isa as nisa
 import neuroncore_sim.nki.language as nl
+from neuroncore_sim import report
 from neuroncore_sim.config import TRN1
 from neuroncore_sim.errors import CapacityError, KernelError, SpillWarning
 
@@ -162,6 +163,12 @@ def test_over_subscribed_sbuf_spills_with_warning_dmas_and_summary():
     assert res.latency_ns > fast.latency_ns
     # spill DMAs are ordered: each reload runs after its tile's save
     assert reloads.start_ns.min() >= saves.end_ns.min()
+    # the text summary and the stalls name them
+    text = report.summary_text(res)
+    assert (f"spilled to HBM: {sbuf['spill_save_bytes']:,} bytes saved, "
+            f"{sbuf['spill_reload_bytes']:,} reloaded") in text
+    producers = {s["producer"] for s in res.summary()["top_stalls"]}
+    assert f"spill_reload at {site}" in producers
 
 
 def test_spill_warning_also_without_timing():
