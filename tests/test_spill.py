@@ -308,10 +308,18 @@ def bad_tile_counts():
 
 
 def test_mod_alloc_tile_counts_must_be_positive():
-    with pytest.raises(KernelError, match=r"ncc.sbuf.mod_alloc num_free_tiles: expected positive "
-                       r"integer tile counts, found \(2, 0\)") as info:
+    with pytest.raises(KernelError, match=r"ncc.sbuf.mod_alloc num_free_tiles: expected a tuple "
+                       r"of positive integer tile counts, found \(2, 0\)") as info:
         ncs.simulate(bad_tile_counts, timing=False)
     assert info.value.loc == line(bad_tile_counts, "# BAD")
+
+    def int_not_tuple():
+        nl.ndarray((2, nl.par_dim(128), 8), dtype=nl.float32,  # BAD
+                   buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=2))
+    with pytest.raises(KernelError, match=r"expected a tuple of positive integer tile counts, "
+                       r"found 2") as info:
+        ncs.simulate(int_not_tuple, timing=False)
+    assert info.value.loc == line(int_not_tuple, "# BAD")
 
 
 def test_mod_alloc_pairs_counts_with_block_dims_as_the_reference_does():

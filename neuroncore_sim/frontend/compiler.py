@@ -53,11 +53,13 @@ def _modulo(base: int, counts: tuple[int, ...], scale: int, idx: tuple[int, ...]
     ``zip`` does; empty ``counts`` means one physical tile per block dim (every block on the
     same tile). The docs ask for one count per block dim, but AWS's own tutorials pass ``(1,)``
     for a tensor without block dims, which the reference formula accepts, so we do too."""
-    counts = tuple(counts) or (1,) * len(idx)
-    if not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n > 0
-               for n in counts):
+    if not isinstance(counts, (tuple, list)) or not all(
+            isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n > 0
+            for n in counts):
         raise _tracer.current().fail(
-            KernelError, f"{what}: expected positive integer tile counts, found {counts!r}")
+            KernelError, f"{what}: expected a tuple of positive integer tile counts, found "
+            f"{counts!r}")
+    counts = tuple(counts) or (1,) * len(idx)
     pos = 0
     for d, (i, n) in enumerate(zip(idx, counts)):
         pos += (int(i) % int(n)) * math.prod(int(c) for c in counts[d + 1:])
@@ -156,8 +158,10 @@ def placement(tr: _tracer.Tracer, buf: DirectBuffer, dims: tuple[int, ...], pa: 
             # what the allocation function returned, as on the hardware)
             raise tr.fail(CapacityError, f"{what}: block {idx}: a tile of {fdim} bytes per "
                           f"partition at byte_addr {addr} ends at {addr + fdim}; expected it "
-                          f"within the {usable} usable SBUF bytes per partition (192 KiB less "
-                          f"16 KiB for the compiler, NKI direct allocation guide)")
+                          f"within the {usable} usable SBUF bytes per partition "
+                          f"({cfg.sbuf_bytes_per_partition} less the compiler's "
+                          f"{cfg.sbuf_reserved_bytes_per_partition}, NKI direct allocation "
+                          f"guide)")
         tiles.append((part, addr))
     return Placement(tuple(tiles), pdim, fdim)
 
