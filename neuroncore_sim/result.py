@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .timing import analysis, critical_path, memory_use
+from .timing import analysis, bounds, critical_path, memory_use
 from .config import NeuronCoreConfig
 from .errors import UnsupportedError
 from .timing.events import COMPUTE_ROWS, TENSOR_LS_ROW, TimingResult, is_dma_row
@@ -93,7 +93,11 @@ class SimResult:
             ``bottleneck`` (the busiest of tensor/vector/scalar/gpsimd/dma, or "latency" when
             none is busy more than half the time) with ``bottleneck_evidence``; ``top_stalls``,
             ``critical_path`` (the chain of events and waits that sets the latency: time per
-            engine, top opcodes, lines and stalls with their root causes) and ``memory`` (peak
+            engine, top opcodes, lines and stalls with their root causes), Neuron Explorer's
+            bounds under its names (``memory_bound``, ``memory_bound_ideal``,
+            ``memory_bound_ideal_no_reloads``, ``compute_bound``, ``compute_bound_ideal_flops``,
+            ``compute_bound_ideal_useful_flops``, ``perfect_pipeline``, ``bn_speedup`` of each,
+            ``engine_active_ns``: :mod:`neuroncore_sim.timing.bounds`) and ``memory`` (peak
             SBUF/PSUM bytes per partition). Definitions: see
             :mod:`neuroncore_sim.timing.analysis` and :mod:`neuroncore_sim.timing.memory_use`.
         """
@@ -125,5 +129,6 @@ class SimResult:
             "bottleneck_evidence": evidence,
             "top_stalls": stalls,
             "critical_path": critical_path.summary(critical_path.critical_path(t)),
+            **bounds.aws_bounds(self.program, t, cfg),
             "memory": memory_use.memory_summary(self.program, t, cfg),
         }

@@ -36,7 +36,8 @@ def test_each_question_has_an_answer_with_paths(question: str) -> None:
 
 @pytest.mark.parametrize("path, symbol", [
     ("neuroncore_sim/program/opcodes.py", "OPCODE_DOC"),
-    ("neuroncore_sim/values/semantics.py", "SEMANTICS"),
+    ("neuroncore_sim/values/semantics/core.py", "CORE_SEMANTICS"),
+    ("neuroncore_sim/values/semantics/__init__.py", "SEMANTICS"),
     ("neuroncore_sim/timing/cost.py", "_FORMULAS"),
     ("neuroncore_sim/config.py", "NeuronCoreConfig"),
     ("neuroncore_sim/result.py", "summary"),

@@ -81,9 +81,6 @@ ALLOWED_CYCLE_REASON = ("operators on tiles (t + u, t * 2, ...) are nl calls: te
 #: Import cycles that exist today and are being broken (issue 13, step 2). Each entry is the set
 #: of modules (without "neuroncore_sim.") of one strongly connected component.
 CYCLES_TO_BREAK: frozenset[frozenset[str]] = frozenset({
-    # semantics.py imports its companions at the bottom; they patch SEMANTICS.
-    frozenset({"values.semantics", "values.semantics_dma", "values.semantics_random",
-               "values.semantics_select"}),
     # no allocation module: dma, indirect, nlmath, compiler reach up to language for ndarray;
     # isa.py is both an instruction module and the facade of its siblings.
     frozenset({"frontend.broadcast", "frontend.compiler", "frontend.dma", "frontend.dynamic",

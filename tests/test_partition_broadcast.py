@@ -299,8 +299,8 @@ def test_a_psum_row_is_copied_to_sbuf_before_its_partition_broadcast(dtype):
 
 def test_tensor_tensor_values_align_ranks_at_the_partition_dim():
     # A hand-built Program may give tensor_tensor a [P] operand: it is [P, 1], not numpy's [1, P].
-    from neuroncore_sim.values import semantics
-    from neuroncore_sim.values.semantics import Out
+    from neuroncore_sim.values.semantics import core as semantics
+    from neuroncore_sim.values.semantics.core import Out
 
     a, b = rand(4, 4), rand(4)
     got = semantics.tensor_tensor({"data1": a, "data2": b}, {"op": "subtract"},

@@ -257,6 +257,7 @@ def summary_text(result: SimResult) -> str:
     for i, stall in enumerate(s["top_stalls"][:3]):
         lines.append(("stalls     : " if i == 0 else " " * 13) + analysis.stall_text(stall))
     lines += _critical_path_text(s["critical_path"], latency)
+    lines += _bounds_text(s)
     top = source_table(result).head(3)
     if len(top):
         lines.append("top lines  : " + "; ".join(
@@ -276,6 +277,19 @@ def _critical_path_text(cp: dict, latency: float) -> list[str]:
                      f"root cause: {stall['root_engine']} ({stall['root_opcode']} at "
                      f"{stall['root_source'] or '?'})")
     return lines
+
+
+def _bounds_text(s: dict) -> list[str]:
+    """Neuron Explorer's bounds, by family, with the speed-up each leaves."""
+    def one(name: str) -> str:
+        return f"{name} {s[name] / 1000:,.2f} us (x{s['bn_speedup'][name]:.2f})"
+
+    return ["bounds     : " + "; ".join(one(n) for n in (
+                "memory_bound", "memory_bound_ideal", "memory_bound_ideal_no_reloads")),
+            " " * 13 + "; ".join(one(n) for n in (
+                "compute_bound", "compute_bound_ideal_flops",
+                "compute_bound_ideal_useful_flops")),
+            " " * 13 + one("perfect_pipeline") + f" ({s['pipeline_bottleneck']})"]
 
 
 def _memory_text(name: str, m: dict) -> str:

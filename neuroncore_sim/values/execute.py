@@ -3,7 +3,7 @@
 The front end calls :meth:`Executor.execute` right after recording each instruction, so values
 exist while the kernel runs (``print``, ``pdb`` and ``nl.device_print`` work inside kernels).
 For each instruction the executor gathers strided views of the sources (``memory.py``), calls the
-opcode's meaning (``semantics.py``, ``nc_matmul`` included), casts each result to its
+opcode's meaning (``semantics/``, ``nc_matmul`` included), casts each result to its
 destination's dtype (``dtypes.cast``) and writes it in place, honouring the instruction mask,
 PSUM accumulation (one instruction at a time, in fp32, as the hardware does), DMA
 read-modify-write and the activation accumulator registers. Nothing is deferred, nothing runs in
