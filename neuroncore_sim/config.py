@@ -160,7 +160,7 @@ TRN1 = NeuronCoreConfig(
     sync_clock_hz=1.4e9,  # assumption: the Sync engine runs at the SBUF interface clock [ARCH]
     num_partitions=128,  # source: [ARCH] SBUF 128 partitions
     sbuf_bytes_per_partition=192 * KIB,  # source: [ARCH] SBUF 24 MiB = 128 x 192 KiB
-    sbuf_reserved_bytes_per_partition=16 * KIB,  # source: [ALLOC] 16 KiB reserved for the compiler
+    sbuf_reserved_bytes_per_partition=16 * KIB,  # source: [ALLOC] byte_addr < 192 KiB - 16 KiB
     psum_bytes_per_partition=16 * KIB,  # source: [ARCH] PSUM 2 MiB = 128 x 16 KiB
     psum_num_banks=8,  # source: [ARCH] 8 banks x 2 KiB per partition
     gemm_stationary_fmax=128,  # source: [PM] nl.tile_size.gemm_stationary_fmax

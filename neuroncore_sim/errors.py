@@ -90,6 +90,11 @@ class ActivationRangeWarning(SimulatorWarning):
     """A ScalarE activation function got inputs outside its documented valid range."""
 
 
+class SpillWarning(SimulatorWarning):
+    """SBUF is over-subscribed by the compiler-managed tiles live at once: the compiler spills
+    some of them to HBM and reloads them (the kernel runs, slower; docs/model.md)."""
+
+
 class LoopDependencyWarning(SimulatorWarning):
     """An ``nl.affine_range`` iteration reads what an earlier iteration wrote (not an
     accumulation): the compiler may reorder or pipeline the iterations."""

@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
 
-from .timing.capacity import check_capacity
+from .timing.placement import check_capacity
 from .config import NeuronCoreConfig, load_config
 from .environment import launch_environment
 from .dtypes import to_dtype
@@ -400,8 +400,11 @@ def simulate_launch(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], 
                 launch_environment(blas_single_threaded=False):
             times = simulate_timing(launch.program, cfg,
                                     bar.update if bar is not None else None)
-    if not timing:
-        check_capacity(launch.program, cfg)  # the timing model checks it while scheduling
+    # (the timing model checks capacity while scheduling)
+    found = times.warnings if times is not None else check_capacity(launch.program, cfg)
+    level = _user_stacklevel()
+    for w in found:  # SpillWarnings: tiles spilled to the next memory
+        warnings.warn(w, stacklevel=level)
     result = SimResult(program=launch.program, outputs=launch.outputs, config=cfg, timing=times,
                        entry=entry, kernel_loc=_def_loc(getattr(kernel, "func", kernel)))
     if session is not None:

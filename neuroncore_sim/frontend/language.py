@@ -163,7 +163,14 @@ def full(shape: Any, fill_value: Any, dtype: Any, *, buffer: Any = None, name: s
                              values=values)
         return NkiTensor.whole(decl)
     t = ndarray(shape, dtype, buffer=buf, name=name)
-    assign(t, fill_value)
+    pa = t.decl.partition_axis
+    if pa == 0 or math.prod(t.shape[:pa]) == 1:
+        assign(t, fill_value)
+        return t
+    # Block dims are logical tiles (the compiler allocates each on its own, docs/model.md):
+    # one memset per tile, as an ISA instruction addresses one (partition, free) tile.
+    for idx in np.ndindex(*t.shape[:pa]):
+        assign(t[tuple(int(i) for i in idx)], fill_value)
     return t
 
 

@@ -345,6 +345,10 @@ def _memory_text(name: str, m: dict) -> str:
         sites = list(m["peak_sites"].items())
         if sites:
             text += " (" + ", ".join(f"{site} {b:,}" for site, b in sites) + ")"
+    if m.get("spill_save_bytes"):  # the compiler spilled (docs/model.md, "Spilling")
+        to = "HBM" if name == "sbuf" else "SBUF"
+        text += (f", spilled to {to}: {m['spill_save_bytes']:,} bytes saved, "
+                 f"{m['spill_reload_bytes']:,} reloaded")
     return text
 
 

@@ -91,7 +91,8 @@ def simulate_timing(program: Program, config: NeuronCoreConfig,
         busy[e.engine] = busy.get(e.engine, 0.0) + (e.end_ns - e.start_ns)
     latency = max((e.end_ns for e in events), default=0.0)
     return TimingResult(events=tuple(events), latency_ns=latency, busy_ns=busy,
-                        instruction_end_ns=ends, work=kernel_work(program, config))
+                        instruction_end_ns=ends, work=kernel_work(program, config),
+                        warnings=schedule.warnings)
 
 
 class _Ticker:
@@ -261,8 +262,9 @@ class _InstanceRun:
             dur += self.overhead.get(iid, 0.0)
             start = env.now
             self._finish(iid, start + dur)
-            self._record(ins, engine.value, ins.opcode.value, start, start + dur,
-                         _nbytes(ins), why)
+            # a PSUM spill copy (placement.py) shows as such; its Instruction is a tensor_copy
+            self._record(ins, engine.value, ins.attrs.get("spill") or ins.opcode.value, start,
+                         start + dur, _nbytes(ins), why)
             yield env.timeout(dur)
             for port, req, _ in held:
                 port.release(req)
@@ -317,7 +319,8 @@ class _InstanceRun:
         why = yield from self._wait(self.edges[iid])
         done, placed = self.dma.issue(ins, self.env.now)
         self._finish(iid, done)
-        opcode = ins.opcode.value
+        # a spill save / reload (schedule.py) shows as such; its Instruction is a dma_copy
+        opcode = ins.attrs.get("spill") or ins.opcode.value
         for pt in placed:
             self._record(ins, dma_row(pt.engine_index), opcode, pt.start_ns,
                          pt.end_ns, pt.transfer.nbytes, "dma_engine" if pt.engine_wait else why)
