@@ -1,0 +1,11 @@
+"""NKI kernels inside framework programs: JAX (``jax.jit``, ``jax.custom_vjp``), PyTorch
+(``torch.autograd.Function``), the ``nki.FrameworkKernel`` custom-call config, and per-model
+profile sessions. See docs/frameworks.md.
+
+No framework is imported by this package: jax and torch are imported inside the functions that
+need them, when the caller's program already uses them.
+"""
+
+from .jax_ops import nki_call
+
+__all__ = ["nki_call"]
