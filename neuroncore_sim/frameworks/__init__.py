@@ -6,6 +6,7 @@ No framework is imported by this package: jax and torch are imported inside the 
 need them, when the caller's program already uses them.
 """
 
+from .config import FrameworkKernel, run_backend_config
 from .jax_ops import nki_call
 
-__all__ = ["nki_call"]
+__all__ = ["nki_call", "FrameworkKernel", "run_backend_config"]
