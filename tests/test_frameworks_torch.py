@@ -103,3 +103,28 @@ def test_bad_shape_in_forward_is_a_simulator_error():
     x = torch.randn(256, 8).requires_grad_()  # 256 rows do not fit the 128 partitions
     with pytest.raises(KernelError, match=r"test_frameworks_torch\.py:\d+"):
         NkiTanh.apply(x)
+
+
+def test_profile_session_names_launches_by_torch_module():
+    import neuroncore_sim as ncs
+
+    class Act(torch.nn.Module):
+        def forward(self, x):
+            return NkiTanh.apply(x)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.act1, self.act2 = Act(), Act()
+
+        def forward(self, x):
+            return self.act2(self.act1(x) * 2)
+
+    net = Net()
+    x = torch.randn(128, 16).requires_grad_()
+    with ncs.profile_session(model=net) as s:
+        net(x).sum().backward()
+    recs = s.launches
+    assert [r.kernel for r in recs] == ["tanh_fwd", "tanh_fwd", "tanh_bwd", "tanh_bwd"]
+    assert [r.layer for r in recs[:2]] == ["Net/act1", "Net/act2"]
+    assert recs[2].layer == "backward"  # autograd runs the backward outside any forward

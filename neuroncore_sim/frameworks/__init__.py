@@ -8,5 +8,7 @@ need them, when the caller's program already uses them.
 
 from .config import FrameworkKernel, run_backend_config
 from .jax_ops import nki_call
+from .profile import ProfileSession, layer, profile_session
 
-__all__ = ["nki_call", "FrameworkKernel", "run_backend_config"]
+__all__ = ["nki_call", "FrameworkKernel", "run_backend_config", "profile_session", "layer",
+           "ProfileSession"]

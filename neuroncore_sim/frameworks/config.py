@@ -216,8 +216,9 @@ def run_backend_config(backend_config: str, *operands: Any) -> tuple[np.ndarray,
     try:
         cfg = json.loads(backend_config)
     except (TypeError, ValueError) as e:
+        found = f"{str(backend_config)[:40]!r} ({e})"
         raise KernelError(expected("backend_config", "the JSON of FrameworkKernel.dump_config",
-                                   f"{str(backend_config)[:40]!r} ({e})"), loc=caller_loc()) from None
+                                   found), loc=caller_loc()) from None
     if not isinstance(cfg, dict) or cfg.get("format") != CONFIG_FORMAT:
         raise KernelError(expected("backend_config format", CONFIG_FORMAT,
                                    repr(cfg.get("format") if isinstance(cfg, dict) else cfg)),

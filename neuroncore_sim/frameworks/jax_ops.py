@@ -29,6 +29,7 @@ import numpy as np
 
 from ..errors import KernelError, caller_loc, expected
 from ..simulate import launch_grid, simulate_launch
+from .profile import call_site, current_layer, launch_origin
 from .specs import OutSpec, output_specs, placeholder, takes_output_args
 
 #: ``SimResult.entry`` of launches made from a JAX program.
@@ -115,6 +116,10 @@ def call_kernel(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *,
                                        str([(s.shape, str(s.dtype)) for s in given])),
                               loc=caller_loc())
 
+    # Where the launch comes from, for profile sessions: known now, while jax traces the
+    # user's function; the callback runs later, from XLA, with none of that on its stack.
+    site, func = call_site()
+    layer_name = current_layer() or func
     # Tensors go through the callback as operands; constants are closed over.
     tensor_pos = [i for i, a in enumerate(args) if is_jax_array(a)]
     tensor_keys = [k for k, v in kwargs.items() if is_jax_array(v)]
@@ -130,8 +135,9 @@ def call_kernel(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *,
         for k, v in zip(tensor_keys, vals[len(tensor_pos):]):
             call_kwargs[k] = v
         outs = [np.zeros(s.shape, s.dtype) for s in specs] if out_args else []
-        res = simulate_launch(kernel, tuple(call_args) + tuple(outs), call_kwargs, grid=grid,
-                              timing=False, entry=entry)
+        with launch_origin(layer_name, site):
+            res = simulate_launch(kernel, tuple(call_args) + tuple(outs), call_kwargs,
+                                  grid=grid, timing=False, entry=entry)
         got = outs if out_args else list(res.outputs)
         return tuple(np.asarray(g, dtype=s.dtype).reshape(s.shape)
                      for g, s in zip(got, specs))
