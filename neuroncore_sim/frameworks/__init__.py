@@ -8,7 +8,8 @@ need them, when the caller's program already uses them.
 
 from .config import FrameworkKernel, run_backend_config
 from .jax_ops import nki_call
+from .layers import nki_layer, write_layer_repository
 from .profile import ProfileSession, layer, profile_session
 
 __all__ = ["nki_call", "FrameworkKernel", "run_backend_config", "profile_session", "layer",
-           "ProfileSession"]
+           "ProfileSession", "nki_layer", "write_layer_repository"]

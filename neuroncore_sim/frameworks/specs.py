@@ -22,7 +22,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..dtypes import to_dtype
-from ..errors import KernelError, SimulatorError
+from ..errors import KernelError
 from ..frontend.tensor import NkiTensor
 from ..frontend.typing import TensorType
 from ..simulate import trace
@@ -139,5 +139,4 @@ def takes_output_args(kernel: Any, n_args: int, n_outs: int, kwargs: dict[str, A
     return False
 
 
-__all__ = ["OutSpec", "output_specs", "placeholder", "takes_output_args", "def_loc",
-           "SimulatorError"]
+__all__ = ["OutSpec", "output_specs", "placeholder", "takes_output_args", "def_loc"]
