@@ -3,12 +3,13 @@ and backward, with the per-layer profile of one training step.
 
     PYTHONPATH=. python examples/transformer_block_jax.py
 
-Layers and their kernels (the sample kernels of kernels/ where one fits, the others here):
+Layers and their kernels (the sample kernels of kernels/ where one fits, the others in
+block_kernels.py):
 
     RMSNorm     kernels/rmsnorm.py            backward: jax ops (jax.vjp of the reference)
     matmuls     kernels/matmul_single_tile.py backward: the same NKI matmul (dA = g B^T, dB = A^T g)
-    softmax     kernels/softmax.py            backward: softmax_bwd below (NKI)
-    SwiGLU      swiglu below (NKI)            backward: swiglu_bwd below (NKI)
+    softmax     kernels/softmax.py            backward: softmax_bwd (NKI, block_kernels.py)
+    SwiGLU      swiglu (block_kernels.py)     backward: swiglu_bwd (NKI, block_kernels.py)
 
 Each NKI layer is a ``jax.custom_vjp``; the whole step is ``jax.jit(jax.value_and_grad(...))``.
 Forward launches are named by the ``ncs.layer`` block they were traced in; backward launches,
@@ -26,48 +27,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "kernels"))  # kernels/ is a folder of kernel scripts
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import matmul_single_tile  # noqa: E402
-import rmsnorm  # noqa: E402
-import softmax  # noqa: E402
+from block_kernels import (matmul_single_tile, rmsnorm, softmax, softmax_bwd,  # noqa: E402
+                           swiglu, swiglu_bwd)
 
 import neuroncore_sim as ncs  # noqa: E402
-import neuroncore_sim.nki.language as nl  # noqa: E402
-from neuroncore_sim import nki  # noqa: E402
 
 S, D, F = 128, 128, 128  # tokens, model width, MLP width
-
-
-# --- kernels not among the samples ---------------------------------------------------------------
-@nki.jit
-def softmax_bwd(y, g):
-    """dx = y * (g - sum(g * y)) per row, from the softmax output y and its gradient g."""
-    dx = nl.ndarray(y.shape, dtype=y.dtype, buffer=nl.shared_hbm)
-    yt, gt = nl.load(y), nl.load(g)
-    dot = nl.sum(nl.multiply(gt, yt), axis=1, keepdims=True)
-    nl.store(dx, value=nl.multiply(yt, nl.subtract(gt, dot)))
-    return dx
-
-
-@nki.jit
-def swiglu(gate, up):
-    """silu(gate) * up."""
-    out = nl.ndarray(gate.shape, dtype=gate.dtype, buffer=nl.shared_hbm)
-    nl.store(out, value=nl.multiply(nl.silu(nl.load(gate)), nl.load(up)))
-    return out
-
-
-@nki.jit
-def swiglu_bwd(gate, up, g):
-    """Gradients of silu(gate) * up: (g * up * silu'(gate), g * silu(gate))."""
-    d_gate = nl.ndarray(gate.shape, dtype=gate.dtype, buffer=nl.shared_hbm)
-    d_up = nl.ndarray(gate.shape, dtype=gate.dtype, buffer=nl.shared_hbm)
-    gt, ut, gr = nl.load(gate), nl.load(up), nl.load(g)
-    nl.store(d_gate, value=nl.multiply(nl.multiply(gr, ut), nl.silu_dx(gt)))
-    nl.store(d_up, value=nl.multiply(gr, nl.silu(gt)))
-    return d_gate, d_up
 
 
 # --- the layers as custom_vjp functions ----------------------------------------------------------

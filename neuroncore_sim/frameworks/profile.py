@@ -84,8 +84,11 @@ def call_site() -> tuple[str | None, str | None]:
         frame = frame.f_back
     if frame is None:
         return None, None
-    return (f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}",
-            frame.f_code.co_name)
+    func = frame.f_code.co_name
+    ctx = frame.f_locals.get("ctx") if func == "backward" else None
+    if ctx is not None:  # a torch.autograd.Function's backward: its node, "MatMulBackward"
+        func = type(ctx).__name__
+    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}", func
 
 
 @contextlib.contextmanager
