@@ -157,6 +157,19 @@ def test_vmap_runs_the_kernel_per_batch_element():
     np.testing.assert_allclose(np.asarray(out), np.asarray(x * x), rtol=1e-6)
 
 
+@nki.jit
+def scale_by(x, s):
+    y = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(y, value=nl.multiply(nl.load(x), s))
+    return y
+
+
+def test_python_and_concrete_jax_scalars_are_constants():
+    x = jnp.ones((128, 4), jnp.float32)
+    np.testing.assert_array_equal(np.asarray(jax.jit(lambda x: scale_by(x, 2.5))(x)), 2.5)
+    np.testing.assert_array_equal(np.asarray(scale_by(x, jnp.float32(3.0))), 3.0)
+
+
 # --- misuse ------------------------------------------------------------------------------------
 
 def test_kernel_rule_error_is_raised_at_jit_trace_time():
@@ -180,6 +193,13 @@ def test_wrong_out_shape_is_refused():
         nki_call(square, x, out_shape=jax.ShapeDtypeStruct((128, 4), jnp.float32))
     with pytest.raises(KernelError, match=r"out_shape\[0\].*ShapeDtypeStruct"):
         nki_call(square, x, out_shape=[(128, 8)])
+
+
+def test_traced_scalar_argument_is_refused():
+    x = jnp.ones((128, 4), jnp.float32)
+    with pytest.raises(KernelError, match=r"test_frameworks_jax\.py:\d+: scale_by: argument 1.*"
+                                          r"found a traced jax scalar.*static_argnums"):
+        jax.jit(scale_by)(x, 2.0)
 
 
 def test_nki_call_refuses_a_non_kernel():

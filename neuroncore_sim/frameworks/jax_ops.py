@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import KernelError, caller_loc, expected
+from ..errors import KernelError, expected
 from ..simulate import launch_grid, simulate_launch
 from .profile import call_site, current_layer, launch_origin
 from .specs import OutSpec, output_specs, placeholder, takes_output_args
@@ -66,9 +66,24 @@ def _given_specs(out_shape: Any) -> tuple[OutSpec, ...]:
         if not (hasattr(o, "shape") and hasattr(o, "dtype")):
             raise KernelError(expected(f"nki_call out_shape[{i}]",
                                        "a jax.ShapeDtypeStruct (an object with shape and dtype)",
-                                       f"{type(o).__name__} {o!r}"), loc=caller_loc())
+                                       f"{type(o).__name__} {o!r}"), loc=call_site()[0])
         specs.append(OutSpec(tuple(int(s) for s in o.shape), np.dtype(o.dtype)))
     return tuple(specs)
+
+
+def _scalar(x: Any, where: Any, name: str) -> Any:
+    """A 0-d jax array as the Python number a kernel takes for a scalar; refused when traced
+    (its value is unknown while jax traces, and a kernel's constants must be known)."""
+    if not is_jax_array(x) or x.ndim != 0:
+        return x
+    import jax
+    if isinstance(x, jax.core.Tracer):
+        raise KernelError(expected(f"{name}: argument {where!r}",
+                                   "a tensor (a jax array with at least 1 dim) or a constant",
+                                   "a traced jax scalar; pass a Python number, or mark the "
+                                   "argument static (jax.jit(..., static_argnums=...))"),
+                          loc=call_site()[0])
+    return x.item()
 
 
 def call_kernel(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *,
@@ -92,6 +107,8 @@ def call_kernel(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *,
 
     grid = launch_grid(grid if grid not in ((), None) else getattr(kernel, "grid", ()))
     name = getattr(kernel, "__name__", "kernel")
+    args = tuple(_scalar(a, i, name) for i, a in enumerate(args))
+    kwargs = {k: _scalar(v, k, name) for k, v in kwargs.items()}
     given = _given_specs(out_shape) if out_shape is not None else None
     out_args = given is not None and takes_output_args(kernel, len(args), len(given), kwargs)
     spec_args = tuple(_spec(a, f"argument {i} dtype") for i, a in enumerate(args))
@@ -108,13 +125,13 @@ def call_kernel(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *,
                 f"{name}: the kernel returns no outputs; jax arrays are immutable, so a kernel "
                 "called with jax arrays must return its nl.shared_hbm outputs, or be called "
                 "with nki_call(..., out_shape=...) for trailing output parameters",
-                loc=caller_loc())
+                loc=call_site()[0])
         if given is not None and given != specs:
             raise KernelError(expected(f"{name}: nki_call out_shape",
                                        "the shapes and dtypes the kernel returns "
                                        f"{[(s.shape, str(s.dtype)) for s in specs]}",
                                        str([(s.shape, str(s.dtype)) for s in given])),
-                              loc=caller_loc())
+                              loc=call_site()[0])
 
     # Where the launch comes from, for profile sessions: known now, while jax traces the
     # user's function; the callback runs later, from XLA, with none of that on its stack.
@@ -158,5 +175,5 @@ def nki_call(kernel: Any, *args: Any, grid: Any = (), out_shape: Any = None,
     if not callable(getattr(kernel, "func", kernel)):
         raise KernelError(expected("nki_call kernel", "an NKI kernel (a function, or an nki.jit "
                                    "kernel)", f"{type(kernel).__name__} {kernel!r}"),
-                          loc=caller_loc())
+                          loc=call_site()[0])
     return call_kernel(kernel, args, kwargs, grid=grid, out_shape=out_shape, entry="nki_call")
