@@ -202,6 +202,15 @@ def test_traced_scalar_argument_is_refused():
         jax.jit(scale_by)(x, 2.0)
 
 
+def test_timing_only_session_is_refused_for_jax_programs():
+    import neuroncore_sim as ncs
+    x = jnp.ones((128, 4), jnp.float32)
+    with ncs.profile_session(functional=False):
+        with pytest.raises(KernelError, match=r"test_frameworks_jax\.py:\d+: square: .*"
+                                              r"timing-only.*functional=True"):
+            jax.jit(square)(x)
+
+
 def test_nki_call_refuses_a_non_kernel():
     with pytest.raises(KernelError, match=r"nki_call kernel.*expected.*found int"):
         nki_call(3, jnp.ones((2, 2)))

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import KernelError, expected
-from ..simulate import launch_grid, simulate_launch
+from ..simulate import _session, launch_grid, simulate_launch
 from .profile import call_site, current_layer, launch_origin
 from .specs import OutSpec, output_specs, placeholder, takes_output_args
 
@@ -107,6 +107,13 @@ def call_kernel(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *,
 
     grid = launch_grid(grid if grid not in ((), None) else getattr(kernel, "grid", ()))
     name = getattr(kernel, "__name__", "kernel")
+    session = _session()
+    if session is not None and not session.functional:
+        # XLA goes on computing with the kernel's results: a launch without values has none.
+        raise KernelError(f"{name}: a kernel in a JAX program needs its values, but the open "
+                          "profile session / record_launches block is timing-only "
+                          "(functional=False); open it with functional=True",
+                          loc=call_site()[0])
     args = tuple(_scalar(a, i, name) for i, a in enumerate(args))
     kwargs = {k: _scalar(v, k, name) for k, v in kwargs.items()}
     given = _given_specs(out_shape) if out_shape is not None else None
@@ -156,6 +163,10 @@ def call_kernel(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *,
             res = simulate_launch(kernel, tuple(call_args) + tuple(outs), call_kwargs,
                                   grid=grid, timing=False, entry=entry)
         got = outs if out_args else list(res.outputs)
+        if any(g is None for g in got):  # a function jitted before a timing-only block opened
+            raise KernelError(f"{name}: a kernel in a JAX program needs its values, but the "
+                              "open profile session / record_launches block is timing-only "
+                              "(functional=False)", loc=site)
         return tuple(np.asarray(g, dtype=s.dtype).reshape(s.shape)
                      for g, s in zip(got, specs))
 
