@@ -93,3 +93,27 @@ def test_bad_configs_and_arguments_are_refused():
         NumpyFrameworkKernel(func=None)
     with pytest.raises(NotImplementedError):
         nki.FrameworkKernel(func=scaled_add).dump_config(_rand(128, 4), _rand(128, 4))
+
+
+def test_jax_subclass_config_runs_bfloat16_kernel():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+
+    class JaxFrameworkKernel(nki.FrameworkKernel):
+        def translate_to_neuron_dtype(self, _dtype):
+            return np.dtype(_dtype)  # jax's bfloat16 is ml_dtypes.bfloat16, as nl.bfloat16
+
+        def is_framework_tensor(self, t):
+            return isinstance(t, jax.Array)
+
+        def map_framework_tensor(self, t):
+            return t.shape, t.dtype
+
+    a = jnp.asarray(_rand(128, 32), jnp.bfloat16)
+    b = jnp.asarray(_rand(128, 32, seed=3), jnp.bfloat16)
+    config, ins, outs = JaxFrameworkKernel(func=scaled_add, grid=(1,)).dump_config(a, b, 2.0)
+    assert json.loads(config)["params"][0] == {"name": "a", "shape": [128, 32],
+                                               "dtype": "bfloat16"}
+    (c,) = run_backend_config(config, np.asarray(a), np.asarray(b))
+    assert c.dtype == np.asarray(a).dtype
+    np.testing.assert_array_equal(c, np.asarray((a + b) * 2))
