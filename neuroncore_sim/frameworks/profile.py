@@ -122,6 +122,7 @@ class _OriginList(list):
     def __init__(self) -> None:
         super().__init__()
         self.origins: list[tuple[str | None, str | None]] = []
+        self._lock = threading.Lock()  # launches from several threads: keep the pairs aligned
 
     def append(self, res: SimResult) -> None:
         origin = getattr(_PENDING, "origin", None)
@@ -130,8 +131,9 @@ class _OriginList(list):
         else:
             site, func = call_site()
             layer_name = current_layer() or func
-        self.origins.append((layer_name, site))
-        super().append(res)
+        with self._lock:
+            self.origins.append((layer_name, site))
+            super().append(res)
 
 
 class ProfileSession:
@@ -144,14 +146,15 @@ class ProfileSession:
     @property
     def launches(self) -> list[LaunchRecord]:
         """Every launch so far, in order."""
-        results = list(self._results)
+        with self._results._lock:
+            results, origins = list(self._results), list(self._results.origins)
         # Kernels are named by function; two kernels of one name (every sample kernel is
         # "kernel") are told apart by their file: "rmsnorm.kernel".
         files: dict[str, set[str | None]] = {}
         for res in results:
             files.setdefault(res.program.name, set()).add(res.kernel_loc)
         out = []
-        for res, (layer_name, site) in zip(results, list(self._results.origins)):
+        for res, (layer_name, site) in zip(results, origins):
             name = res.program.name
             if len(files[name]) > 1 or (name == "kernel" and res.kernel_loc):
                 name = f"{str(res.kernel_loc).split('.py:')[0]}.{name}"
