@@ -53,6 +53,8 @@ LAYER_OF_FOLDER: dict[str, int] = {
     "report": 4,
     "sweep": 5,  # a user-facing API like the command line: it loads kernel files (alias) too
     "nki": 5,
+    # NKI kernels in framework programs (JAX, PyTorch): an entry point, it runs launches.
+    "frameworks": 5,
 }
 
 #: Top-level module ("__init__" is the package itself) -> its layer.
@@ -90,6 +92,10 @@ CYCLES_TO_BREAK: frozenset[frozenset[str]] = frozenset({
                "frontend.tensor_surface"}),
 })
 
+#: The modules that may import a framework (jax, torch, kernels), inside functions only.
+FRAMEWORK_MODULES = frozenset({"frameworks.jax_ops", "frameworks.profile",
+                               "frameworks.layers"})
+
 #: Third-party distribution root -> (modules allowed to import it, modules that must import it
 #: only inside functions). None means every module. Anything not listed here and not in the
 #: standard library is refused: it would be an undeclared dependency.
@@ -109,6 +115,11 @@ THIRD_PARTY: dict[str, tuple[frozenset[str] | None, frozenset[str]]] = {
     # dask.distributed is an optional extra: imported only when a sweep asks for it.
     "dask": (frozenset({"sweep.run"}), frozenset({"sweep.run"})),
     "distributed": (frozenset({"sweep.run"}), frozenset({"sweep.run"})),
+    # Frameworks are optional: only the frameworks/ modules import them, inside functions,
+    # when the user's program already uses them.
+    "jax": (FRAMEWORK_MODULES, FRAMEWORK_MODULES),
+    "torch": (FRAMEWORK_MODULES, FRAMEWORK_MODULES),
+    "kernels": (FRAMEWORK_MODULES, FRAMEWORK_MODULES),
     # pytest is only a test extra: the plugin must not import it when the package is loaded.
     "pytest": (frozenset({"pytest_plugin"}), frozenset()),
     "_pytest": (frozenset({"pytest_plugin"}), frozenset()),

@@ -16,11 +16,12 @@ from typing import Any, Callable
 from ..frontend import compiler, isa, language, typing
 from ..simulate import simulate_launch
 from .kernel import Kernel
+from ..frameworks.config import FrameworkKernel
 from ..frontend.torch_io import TorchArgs
 from .benchmark import benchmark, profile
 
 __all__ = ["jit", "trace", "baremetal", "simulate_kernel", "benchmark", "profile", "language",
-           "isa", "typing", "compiler", "Kernel"]
+           "isa", "typing", "compiler", "Kernel", "FrameworkKernel"]
 
 
 def jit(func: Callable[..., Any] | None = None, *, mode: str = "auto", **options: Any) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..frontend import tracer as _tracer
+from ..frameworks.jax_ops import call_kernel, has_jax_args
 from ..frontend.torch_io import TorchArgs
 from ..simulate import launch_grid, simulate_launch
 
@@ -14,8 +15,10 @@ class Kernel:
     """What ``nki.jit`` returns: call it like the function; ``kernel[grid](...)`` for SPMD.
 
     A call runs the kernel on the simulator and returns its outputs as numpy arrays (like
-    ``nki.simulate_kernel``), or as torch tensors when it was given torch tensors. Inside a
-    running kernel it is inlined as a sub-kernel call.
+    ``nki.simulate_kernel``), or as torch tensors when it was given torch tensors. Given jax
+    arrays (inside ``jax.jit`` too) it runs as a JAX host callback and returns jax arrays
+    (neuroncore_sim.frameworks.jax_ops). Inside a running kernel it is inlined as a sub-kernel
+    call.
     """
 
     def __init__(self, func: Callable[..., Any], grid: tuple[int, ...] = (),
@@ -33,6 +36,8 @@ class Kernel:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _tracer.active_or_none() is not None:
             return self.func(*args, **kwargs)  # a sub-kernel: inline it
+        if has_jax_args(args, kwargs):  # jax arrays or jit tracers: a JAX host callback
+            return call_kernel(self, args, kwargs, grid=self.grid)
         targs = TorchArgs(args, kwargs)  # torch arguments give torch results
         # Values only (fast), as the SDK's simulator; timed inside record_launches.
         entry = "nki.baremetal" if self.options.get("mode") == "baremetal" else "nki.jit"
