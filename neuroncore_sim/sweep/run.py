@@ -193,8 +193,11 @@ def _in_processes(tasks: list[Task], target: str, cfg: NeuronCoreConfig, check: 
     # Workers only run run_point on picklable arguments, so nothing else of the parent matters.
     # spawn (macOS, Windows) works too: a worker then imports the package and loads the kernel
     # file by its path in run_point.
+    # JAX runs threads of its own: forking a process that has imported it may deadlock, so such
+    # a process spawns its workers.
     methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    fork = "fork" in methods and "jax" not in sys.modules
+    ctx = multiprocessing.get_context("fork" if fork else "spawn")
     pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_die_with_parent,
                                initargs=(os.getpid(),))
     lost: list[dict[str, Any]] = []

@@ -111,3 +111,18 @@ def test_sweep_runs_with_spawn(slow_file: Path, monkeypatch) -> None:
     assert used == ["spawn"]
     assert list(table["error"].fillna("")) == ["", ""]
     assert table["latency_ns"].gt(0).all()
+
+
+def test_sweep_spawns_when_jax_is_loaded(slow_file: Path, monkeypatch) -> None:
+    """JAX runs threads: a process that imported it spawns its sweep workers (fork may
+    deadlock)."""
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "jax", sys.modules.get("jax") or types.ModuleType("jax"))
+    real_context = multiprocessing.get_context
+    used = []
+    monkeypatch.setattr(sweep_run.multiprocessing, "get_context",
+                        lambda method=None: used.append(method) or real_context(method))
+    table = sweep(str(slow_file), {"nap": [0.0, 0.01]}, workers=2)
+    assert used == ["spawn"] and table["latency_ns"].gt(0).all()

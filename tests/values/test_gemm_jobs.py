@@ -249,6 +249,7 @@ def test_kernel_thread_waits_when_far_ahead():
     assert not [t for t in threading.enumerate() if t.name == "neuroncore_sim-values"]
 
 
+@pytest.mark.filterwarnings(r"ignore:os.fork\(\) was called:RuntimeWarning")  # JAX: unused in child
 def test_forked_child_runs_gemms():
     """A child forked after the parent used the pool (as sweep workers are) still runs jobs."""
     import multiprocessing

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "transformer_block_jax.py"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "transformer_block_jax.py"
 
 
 def test_transformer_block_example_matches_jax_and_profiles_layers(capsys):
