@@ -261,11 +261,15 @@ def cycles_to_ns(engine: Engine | str, cycles: float, config: NeuronCoreConfig) 
 def pipeline_latency_ns(engine: Engine, config: NeuronCoreConfig) -> float:
     """Time from an instruction's end on ``engine`` until its results are in SRAM.
 
-    TensorE: ``tensor_pipeline_latency_ns`` (profile MATMUL durations); the others:
-    ``engine_pipeline_latency_cycles`` of their own clock. DMA: 0 (a transfer ends when written).
+    TensorE: ``tensor_pipeline_latency_ns`` (profile MATMUL durations less their occupancy);
+    ScalarE: ``scalar_pipeline_latency_cycles`` (static overhead + access overhead, checked on
+    the profile of dependent [128, 1] activations); the others: ``engine_pipeline_latency_cycles``
+    of their own clock. DMA: 0 (a transfer ends when written).
     """
     if engine is Engine.TENSOR:
         return config.tensor_pipeline_latency_ns
+    if engine is Engine.SCALAR:
+        return config.cycles_to_ns("scalar", config.scalar_pipeline_latency_cycles)
     if engine is Engine.DMA:
         return 0.0
     return config.cycles_to_ns(engine.value, config.engine_pipeline_latency_cycles)

@@ -13,10 +13,11 @@
   transfers.
 * Visibility of a producer's result to a dependant: its end, plus the producer engine's pipeline
   latency for RAW/WAW (TensorE ``tensor_pipeline_latency_ns``; others
-  ``engine_pipeline_latency_cycles``), plus ``semaphore_latency_ns`` when the two are on
-  different engines or the producer is a DMA. WAR waits only for the reader's end (+ semaphore).
-  Two instructions of one in-order engine need no semaphore; a RAW between them exposes the
-  pipeline latency, except on TensorE (PSUM accumulation chains are pipelined) and for a VectorE
+  ``scalar_pipeline_latency_cycles``, ``engine_pipeline_latency_cycles``), plus
+  ``semaphore_latency_ns`` (also between two instructions of one Vector/Scalar/GpSimd engine:
+  the profile shows them waiting on their own engine's semaphore). WAR waits only for the reader's end (+ semaphore).
+  A RAW between two instructions of one in-order engine exposes the pipeline latency and the
+  semaphore wait, except on TensorE (PSUM accumulation chains are pipelined) and for a VectorE
   instruction reading the output of the immediately preceding VectorE instruction, which instead
   pays ``vector_dependent_overhead_cycles`` of extra occupancy (the docs' "static overhead").
 * TensorE runs nc_matmul as LoadStationary (row "tensor_ls") + MultiplyMoving (row "tensor").
@@ -156,7 +157,9 @@ class _InstanceRun:
             if qp == DMA_QUEUE:
                 extra = cfg.semaphore_latency_ns
             elif qp == q:  # same in-order engine: only RAW edges remain
-                extra = 0.0 if q == "tensor" else self._pipeline_ns(q)
+                # [PERF fig16]: a dependent instruction waits on its own engine's semaphore
+                # too, after the producer's result is committed.
+                extra = 0.0 if q == "tensor" else self._pipeline_ns(q) + cfg.semaphore_latency_ns
             elif kind == WAR:
                 extra = cfg.semaphore_latency_ns
             else:
