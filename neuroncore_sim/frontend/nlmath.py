@@ -65,6 +65,9 @@ def binary(name: str, x: Any, y: Any, dtype: Any = None, mask: Any = None) -> An
             _check_on_chip(t, f"nl.{name}")
     if xt and yt:
         out = dtype if dtype is not None else promote(x.dtype, y.dtype)
+        if x.space is MemSpace.PSUM and y.space is MemSpace.PSUM:
+            # VectorE reads at most one operand from PSUM: the compiler stages one in SBUF.
+            y = nisa.tensor_copy(y)
         if x.shape == y.shape:
             return nisa.tensor_tensor(x, y, name, dtype=out, mask=mask)
         if _is_column(y, x):
@@ -321,6 +324,13 @@ def broadcast_to(src: Any, shape: Any, **_: Any) -> NkiTensor:
     from .language import ndarray
     m, f = shape
     ones = nisa.memset((1, m), 1.0, src.dtype)
+    if (src.dtype == float32
+            and f * src.dtype.itemsize <= tr.config.psum_bytes_per_partition
+            // tr.config.psum_num_banks):
+        # The matmul's fp32 result fits one PSUM bank: it is the broadcast tile, read in place
+        # by its consumer (VectorE / ScalarE read PSUM; a tensor_tensor with one PSUM operand
+        # costs N instead of 2N), with no copy to SBUF (docs/frontend.md, "broadcast_to").
+        return nisa.nc_matmul(ones, src, is_stationary_onezero=True)
     out = ndarray((m, f), src.dtype)
     step = tr.config.gemm_moving_fmax
     for lo in range(0, f, step):
