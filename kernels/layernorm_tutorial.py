@@ -24,6 +24,7 @@ import neuroncore_sim.nki.language as nl
 PMAX = 128
 BN_FMAX = 512  # nl.tile_size.bn_stats_fmax
 BN_STATS_WIDTH = 6  # statistics bn_stats writes per partition
+BCAST_COLS = 512  # fp32 columns of one PSUM bank
 
 
 def _params(x, gamma, beta):
@@ -32,8 +33,14 @@ def _params(x, gamma, beta):
     assert n_rows % PMAX == 0, "layernorm: the row count must be a multiple of 128"
     assert gamma.shape == beta.shape == (1, n_cols), "layernorm: gamma and beta must be [1, F]"
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-    g = nl.load(gamma).broadcast_to((PMAX, n_cols))
-    b = nl.load(beta).broadcast_to((PMAX, n_cols))
+    g = nl.ndarray((PMAX, n_cols), dtype=gamma.dtype)
+    b = nl.ndarray((PMAX, n_cols), dtype=beta.dtype)
+    # Broadcast 512 columns at a time: one PSUM bank per matmul, copied into the SBUF tiles.
+    for c in nl.affine_range((n_cols + BCAST_COLS - 1) // BCAST_COLS):
+        cols = slice(c * BCAST_COLS, min(n_cols, (c + 1) * BCAST_COLS))
+        width = cols.stop - cols.start
+        g[:, cols] = nl.load(gamma[:, cols]).broadcast_to((PMAX, width))
+        b[:, cols] = nl.load(beta[:, cols]).broadcast_to((PMAX, width))
     return n_rows // PMAX, out, g, b
 
 
@@ -45,9 +52,16 @@ def layernorm_v1(x, gamma, beta, eps=1e-5):
         rows = slice(i * PMAX, (i + 1) * PMAX)
         tile = nl.load(x[rows, :])
         mean = nl.mean(tile, axis=1, keepdims=True)
-        var = nl.mean(nl.square(tile), axis=1, keepdims=True) - mean * mean
-        normed = (tile - mean) * nl.rsqrt(var + eps)
-        nl.store(out[rows, :], value=normed * g + b)
+        # One [128, F] result per line, and each step overwrites the row tile: at F = 8192 a
+        # [128, F] fp32 tile is 32 KiB per partition, and SBUF holds 176 KiB.
+        squares = nl.square(tile)
+        mean_sq = nl.mean(squares, axis=1, keepdims=True)
+        inv_std = nl.rsqrt(mean_sq - mean * mean + eps)
+        tile[...] = nl.subtract(tile, mean)
+        tile[...] = nl.multiply(tile, inv_std)
+        tile[...] = nl.multiply(tile, g)
+        tile[...] = nl.add(tile, b)
+        nl.store(out[rows, :], value=tile)
     return out
 
 
@@ -69,9 +83,11 @@ def layernorm_v2(x, gamma, beta, eps=1e-5):
                 tile[:, c * chunk:(c + 1) * chunk])
         mean_var = nisa.bn_aggr(stats)  # [128, 2]: mean, variance
         inv_std = nl.rsqrt(mean_var[:, 1:2] + eps)
-        normed = nisa.tensor_scalar(tile, op0=nl.subtract, operand0=mean_var[:, 0:1],
-                                    op1=nl.multiply, operand1=inv_std)
-        nl.store(out[rows, :], value=normed * g + b)
+        tile[...] = nisa.tensor_scalar(tile, op0=nl.subtract, operand0=mean_var[:, 0:1],
+                                       op1=nl.multiply, operand1=inv_std)
+        tile[...] = nl.multiply(tile, g)
+        tile[...] = nl.add(tile, b)
+        nl.store(out[rows, :], value=tile)
     return out
 
 

@@ -438,6 +438,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="AWS's tutorials folder (nki-samples/src/nki_samples/tutorials)")
     ap.add_argument("-k", default="", help="only cases whose name contains this")
     ap.add_argument("--no-write", action="store_true", help="print, do not write the report")
+    ap.add_argument("--out", type=Path, default=REPORT, help="where to write the report")
     ap.add_argument("--extra", type=Path, default=None,
                     help="a markdown file appended to the report (e.g. the fits' LOO errors)")
     args = ap.parse_args(argv)
@@ -455,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
             if "AWS" in keys and "ours" in c.results:
                 c.results["AWS"] = c.results["ours"]
     extra = args.extra.read_text() if args.extra else ""
-    text = write_report(sections, keys, None if args.no_write else REPORT, extra)
+    text = write_report(sections, keys, None if args.no_write else args.out, extra)
     print("\n".join(line for line in text.splitlines() if line.startswith("* **")))
     return 0
 

@@ -80,3 +80,27 @@ def test_isa_call_on_two_psum_broadcasts_is_a_clear_error() -> None:
     x, row = _inputs(256)
     with pytest.raises(MemorySpaceError, match=r"test_partition_broadcast_psum.py:\d+.*psum"):
         ncs.simulate(isa_two_psum, x, row)
+
+
+def broadcast_in_loop(x, rows):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(rows.shape[0]):
+        t, r = nl.load(x[i * 128:(i + 1) * 128, :]), nl.load(rows[i:i + 1, :])
+        nl.store(out[i * 128:(i + 1) * 128, :],
+                 value=nisa.tensor_tensor(t, r.broadcast_to((128, x.shape[1])), op=nl.add))
+    return out
+
+
+def test_ones_stationary_is_one_constant() -> None:
+    """The ones of every broadcast are one memset, recorded outside the loops (no loop-carried
+    dependency warning), so VectorE does not wait for TensorE after each memset."""
+    import warnings
+
+    rng = np.random.default_rng(2)
+    x = rng.random((512, 256)).astype(np.float32)
+    rows = rng.random((4, 256)).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = ncs.simulate(broadcast_in_loop, x, rows)
+    np.testing.assert_array_equal(res.outputs[0], x + np.repeat(rows, 128, axis=0))
+    assert _vector_ops(res).count("memset") == 1

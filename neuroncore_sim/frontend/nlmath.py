@@ -323,7 +323,17 @@ def broadcast_to(src: Any, shape: Any, **_: Any) -> NkiTensor:
                       f"{list(shape)}")
     from .language import ndarray
     m, f = shape
-    ones = nisa.memset((1, m), 1.0, src.dtype)
+    # The ones stationary is a constant: made once per launch instance and dtype, as a compiler
+    # keeps constants (a memset per broadcast would sit in VectorE's queue just before the
+    # broadcast's consumer and make it wait for the whole TensorE round trip).
+    key = ("broadcast_ones", tr.instance, m, src.dtype)
+    ones = tr.lang_state.get(key)
+    if ones is None:
+        loops, tr.loops = tr.loops, ()  # recorded as if hoisted before every loop
+        try:
+            ones = tr.lang_state[key] = nisa.memset((1, m), 1.0, src.dtype)
+        finally:
+            tr.loops = loops
     if (src.dtype == float32
             and f * src.dtype.itemsize <= tr.config.psum_bytes_per_partition
             // tr.config.psum_num_banks):
