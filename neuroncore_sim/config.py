@@ -77,6 +77,7 @@ class NeuronCoreConfig:
     # --- DMA and HBM -----------------------------------------------------------------------------
     dma_engines: int
     dma_engine_bytes_per_ns: float
+    dma_hbm_read_bytes_per_ns: float
     dma_fixed_latency_ns: float
     dma_buffer_overhead_ns: float
     dma_transpose_slowdown: float
@@ -183,7 +184,12 @@ TRN1 = NeuronCoreConfig(
     # profile); [DMABW] lists 17 B/ns effective, [ARCH] 27 GiB/s peak. See docs/model.md.
     dma_engine_bytes_per_ns=18.1,
     dma_fixed_latency_ns=1300.0,  # source: [DMABW] ~1300 ns descriptor/semaphore-to-start
-    dma_buffer_overhead_ns=138.5,  # assumption: fitted to the [DMAOV] bytes/partition curve
+    # assumption (fitted, reports/dma_read_fit.md): the rate of a DMA engine reading HBM; the
+    # three DMA-bound steps of the trn1 matmul ladder ([MMTUT]) all move ~6 B/ns per engine
+    dma_hbm_read_bytes_per_ns=6.96,
+    # source: [PERF fig29] a 4-byte transfer lasts 7 ns on its engine (trn1 profile); the former
+    # 138.5 was fitted to the [DMAOV] bytes/partition curve (later doc, generation not stated)
+    dma_buffer_overhead_ns=7.0,
     dma_transpose_slowdown=8.0,  # assumption: [PERF] "much lower DMA bandwidth", no number
     dma_rmw_passes=2.0,  # assumption: a read-modify-write DMA reads its destination, then writes
     hbm_bytes_per_ns=410.0,  # source: [ARCH] 820 GB/s per chip, shared by 2 NeuronCores

@@ -345,12 +345,15 @@ def dma_transfers(ins: Instruction, config: NeuronCoreConfig) -> tuple[DmaTransf
     if ins.attrs.get("dst_rmw_op") is not None and dst.space is MemSpace.HBM:
         hbm_sides += 1  # read-modify-write reads the HBM destination too
     n_transfers = min(config.dma_engines, buffers)
+    # A DMA engine reading HBM moves data at dma_hbm_read_bytes_per_ns (fitted on the trn1 matmul
+    # ladder); writing HBM or copying on chip at dma_engine_bytes_per_ns ([PERF fig30]).
+    rate = (config.dma_hbm_read_bytes_per_ns if src.space is MemSpace.HBM
+            else config.dma_engine_bytes_per_ns)
     out = []
     for t in range(n_transfers):
         b_lo, b_hi = buffers * t // n_transfers, buffers * (t + 1) // n_transfers
         t_bytes = nbytes * b_hi // buffers - nbytes * b_lo // buffers
-        per_buffer = max(config.dma_buffer_overhead_ns,
-                         (t_bytes / (b_hi - b_lo)) / config.dma_engine_bytes_per_ns)
+        per_buffer = max(config.dma_buffer_overhead_ns, (t_bytes / (b_hi - b_lo)) / rate)
         out.append(DmaTransfer(buffers=b_hi - b_lo, nbytes=t_bytes,
                                engine_ns=(b_hi - b_lo) * per_buffer * slowdown,
                                hbm_bytes=t_bytes * hbm_sides))
