@@ -46,6 +46,7 @@ from ..config import NeuronCoreConfig
 from .cost import (cycles_to_ns, instruction_cycles, kernel_work, matmul_stage_cycles,
                    pipeline_latency_ns)
 from .dma import DmaEngines
+from .hoist import loop_invariant
 from .events import (LOAD_STATIONARY, MULTIPLY_MOVING, TENSOR_LS_ROW, Event, TimingResult,
                      DMA_ROW_PREFIX, dma_row, is_dma_row)
 from ..program.ir import Engine, Instruction, MemSpace, Opcode, Program
@@ -145,6 +146,8 @@ class _InstanceRun:
         self._last_source: tuple[object, str] = (None, "")  # the last (loc, source) looked up
         self._pipe: dict[str, float] = {}  # queue name -> pipeline_latency_ns of its engine
         self.edges = {iid: self._edges(iid) for iid in self.by_id}
+        #: repeats of loop-invariant instructions: computed once by the compiler (hoist.py)
+        self.hoisted = loop_invariant(inst.instructions)
 
     # --- setup ------------------------------------------------------------------------------
 
@@ -261,8 +264,11 @@ class _InstanceRun:
             if busy_ports:
                 yield env.all_of([req for _, req, _ in held])
                 why = busy_ports[0]
-            dur = cycles_to_ns(engine, instruction_cycles(ins, self.cfg), self.cfg)
-            dur += self.overhead.get(iid, 0.0)
+            if iid in self.hoisted:
+                dur = 0.0
+            else:
+                dur = cycles_to_ns(engine, instruction_cycles(ins, self.cfg), self.cfg)
+                dur += self.overhead.get(iid, 0.0)
             start = env.now
             self._finish(iid, start + dur)
             self._record(ins, engine.value, ins.opcode.value, start, start + dur,
