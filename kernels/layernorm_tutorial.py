@@ -48,13 +48,16 @@ def _params(x, gamma, beta):
 def layernorm_v1(x, gamma, beta, eps=1e-5):
     """LayerNorm of an [N, F] fp32 tensor with nki.language calls only."""
     n_tiles, out, g, b = _params(x, gamma, beta)
+    # The squares are consumed within an iteration: one buffer for all of them leaves SBUF to
+    # the row tiles, so the next rows load while these are computed.
+    squares = nl.ndarray((PMAX, x.shape[1]), dtype=x.dtype)
     for i in nl.affine_range(n_tiles):
         rows = slice(i * PMAX, (i + 1) * PMAX)
         tile = nl.load(x[rows, :])
         mean = nl.mean(tile, axis=1, keepdims=True)
         # One [128, F] result per line, and each step overwrites the row tile: at F = 8192 a
         # [128, F] fp32 tile is 32 KiB per partition, and SBUF holds 176 KiB.
-        squares = nl.square(tile)
+        squares[...] = nl.square(tile)
         mean_sq = nl.mean(squares, axis=1, keepdims=True)
         inv_std = nl.rsqrt(mean_sq - mean * mean + eps)
         tile[...] = nl.subtract(tile, mean)
