@@ -8,7 +8,9 @@ Three subcommands::
 
 ``--out DIR`` writes, per launch, ``summary.json``, ``summary.txt``, ``events.csv``,
 ``timeline.png`` and ``trace.json`` (open in https://ui.perfetto.dev). Exit status: 0 success,
-1 the kernel (or the script) failed, 2 the command line was wrong.
+1 the kernel (or the script) failed, 2 the command line was wrong; ``run`` passes on the
+status a script gives ``sys.exit``. Options of ``run`` go before the script name: the words
+after it are the script's.
 """
 
 from __future__ import annotations
@@ -20,43 +22,47 @@ import runpy
 import sys
 import traceback
 from pathlib import Path
+from types import TracebackType
 from typing import Sequence
 
 from . import report
 from .report import chrome_trace, plot
+from .report.advice import advice
 from .sweep import cli as sweep_cli
 from .alias import install_neuronxcc_alias
 from .config import NeuronCoreConfig, load_config
-from .errors import ConfigError, SimulatorError
+from .errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ConfigError, SimulatorError
 from .sweep.kernel_file import (UsageError, example_inputs, find_kernel, load_kernel_file,
                                 max_abs_error, split_target)
 from .result import SimResult
 from .simulate import record_launches, simulate
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, str | None]]:
+    """The parser, and the options of ``run`` (option string -> its value's metavar, None for
+    a flag) for telling them apart from the script's arguments."""
     base = argparse.ArgumentParser(add_help=False)
-    base.add_argument("--config", metavar="NAME|FILE.toml", default=None,
+    shared = [base.add_argument("--config", metavar="NAME|FILE.toml", default=None,
                       help="hardware to time on: a preset (trn1 = Trainium1, the default; "
-                           "inf2 = Inferentia2) or a TOML file overriding config fields")
-    base.add_argument("--debug", action="store_true",
-                      help="show the full Python traceback when a kernel fails")
+                           "inf2 = Inferentia2) or a TOML file overriding config fields"),
+              base.add_argument("--debug", action="store_true",
+                                help="show the full Python traceback when a kernel or the "
+                                     "script fails")]
     common = argparse.ArgumentParser(add_help=False, parents=[base])
-    common.add_argument("--timing-only", action="store_true",
+    shared.append(common.add_argument("--timing-only", action="store_true",
                         help="skip computing output values (faster; timing does not depend on "
-                             "input values; a script's kernels then return None)")
-    common.add_argument("--out", metavar="DIR", type=Path, default=None,
+                             "input values; a script's kernels then return None)"))
+    shared.append(common.add_argument("--out", metavar="DIR", type=Path, default=None,
                         help="also write per launch: summary.json, summary.txt, events.csv, "
-                             "timeline.png and trace.json (Perfetto/Chrome trace) under DIR")
-    common.add_argument("--trace-max-events", metavar="N", type=sweep_cli.at_least(0),
+                             "timeline.png and trace.json (Perfetto/Chrome trace) under DIR"))
+    shared.append(common.add_argument("--trace-max-events", metavar="N", type=sweep_cli.at_least(0),
                         default=None,
                         help="with --out: keep only the first N events (in time) in trace.json "
-                             "(about 220 bytes each; default: all)")
-    common.add_argument("--no-progress", action="store_true",
+                             "(about 220 bytes each; default: all)"))
+    shared.append(common.add_argument("--no-progress", action="store_true",
                         help="no progress bars (they are drawn on stderr when it is a terminal "
-                             "and a launch takes more than half a second)")
+                             "and a launch takes more than half a second)"))
     p = argparse.ArgumentParser(
         prog="neuroncore-sim",
         description="Simulate NKI kernels on a NeuronCore-v2 (Trainium1 / Inferentia2) and "
@@ -65,11 +71,17 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser(
         "run", parents=[common], help="run a Python script and time every kernel it launches",
         description="Run SCRIPT.py as if with `python SCRIPT.py ARGS...`, with `neuronxcc.nki` "
-                    "imports pointing to the simulator. Every call of an @nki.jit kernel is "
-                    "simulated and timed; a short summary per launch is printed at the end.")
+                    "imports pointing to the simulator. Every kernel launch is simulated and "
+                    "timed, whichever entry point made it (an nki.jit / nki.trace / "
+                    "nki.baremetal kernel call, kernel[grid](...), nki.simulate_kernel, "
+                    "nki.benchmark, nki.profile); a short summary per launch is printed at the "
+                    "end. Options of run go before SCRIPT.py: everything after it is the "
+                    "script's.")
     run.add_argument("script", metavar="SCRIPT.py", help="the Python script to run")
-    run.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
-                     help="arguments passed to the script (its sys.argv[1:])")
+    # main() hands the words after SCRIPT.py to the script itself (argparse would drop a "--").
+    run.add_argument("args", nargs="*", metavar="ARGS",
+                     help="arguments passed to the script (its sys.argv[1:]), all of them, "
+                          "also those that look like options of run")
     prof = sub.add_parser(
         "profile", parents=[common], help="time one kernel of a kernel file on its example inputs",
         description="Load FILE.py, call its example_inputs(), launch KERNEL on them (with the "
@@ -78,17 +90,30 @@ def _parser() -> argparse.ArgumentParser:
                       help="kernel file and kernel name, e.g. kernels/tensor_add.py::kernel "
                            "(KERNEL may be left out when the file has a `kernel`)")
     sweep_cli.add_parser(sub, base)
-    return p
+    run_options: dict[str, str | None] = {"-h": None, "--help": None}
+    for action in shared:
+        for option in action.option_strings:
+            run_options[option] = action.metavar if action.nargs != 0 else None
+    return p, run_options
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``neuroncore-sim`` and ``python -m neuroncore_sim``; returns the exit
     status."""
-    parser = _parser()
+    parser, run_options = _parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    script_args = None
+    if argv[:1] == ["run"]:  # the script's arguments are its own: keep them from argparse
+        at = _script_position(argv[1:], run_options)
+        if at is not None:
+            argv, script_args = argv[:at + 2], argv[at + 2:]
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse exits on --help (0) and on bad usage (2)
         return int(e.code or 0)
+    if script_args is not None:
+        args.args = script_args
+        _note_run_options_given_to_script(args.script, script_args, run_options)
     try:
         cfg = load_config(args.config) if args.config else None
     except ConfigError as e:  # --config names no preset or a bad TOML file: a usage error
@@ -117,6 +142,46 @@ def _progress(args: argparse.Namespace) -> bool:
 
 # --- run -----------------------------------------------------------------------------------------
 
+def _script_position(tokens: list[str], run_options: dict[str, str | None]) -> int | None:
+    """Index in ``tokens`` (the words after ``run``) of the script name: the first word that is
+    neither an option of run nor an option's value (``--`` ends the options). None: no script.
+
+    argparse alone cannot be trusted with this: it drops a ``--`` meant for the script."""
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token == "--":
+            return i + 1 if i + 1 < len(tokens) else None
+        if not token.startswith("-") or token == "-":
+            return i
+        name = token.split("=", 1)[0]
+        # argparse accepts unambiguous prefixes of long options: so must this scan.
+        matches = [o for o in run_options if o == name] or \
+            [o for o in run_options if name.startswith("--") and o.startswith(name)]
+        takes_value = len(matches) == 1 and run_options[matches[0]] is not None
+        i += 2 if takes_value and "=" not in token else 1
+    return None
+
+
+def _note_run_options_given_to_script(script: str, script_args: list[str],
+                                      run_options: dict[str, str | None]) -> None:
+    """Say on stderr when an argument after the script name is also an option of run: it went
+    to the script (as ``python SCRIPT.py ARGS`` would give it), and how to give it to run."""
+    noted: set[str] = set()
+    for arg in script_args:
+        if arg == "--":  # what follows is plainly meant for the script
+            break
+        name = arg.split("=", 1)[0]
+        if name not in run_options or name in noted:
+            continue
+        noted.add(name)
+        metavar = run_options[name]
+        usage = f"{name} {metavar} " if metavar else f"{name} "
+        print(f"neuroncore-sim: note: {arg} after {script} was passed to the script (its "
+              f"sys.argv), not to run; to give it to run, put it before the script name: "
+              f"neuroncore-sim run {usage}{script} ...", file=sys.stderr)
+
+
 def _run(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
     script = Path(args.script)
     if not script.is_file():
@@ -125,29 +190,67 @@ def _run(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [str(script)] + list(args.args)
     sys.path.insert(0, str(script.resolve().parent))  # as `python SCRIPT.py` would
-    status = EXIT_OK
-    failure: SimulatorError | None = None
     try:
         with record_launches(config=cfg, functional=not args.timing_only,
                              progress=_progress(args)) as launches:
-            try:
-                runpy.run_path(str(script), run_name="__main__")
-            except SystemExit as e:  # the script's own exit status is ours
-                status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-            except SimulatorError as e:  # reported last, after the launches that did finish
-                failure = e
-            except Exception:  # a bug in the user's script: show it as Python would
-                traceback.print_exc()
-                status = EXIT_FAILED
+            ending = _run_script(script)
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
     for n, res in enumerate(launches, 1):
         _report(res, n, args.out, trace_max_events=args.trace_max_events)
-    if failure is not None:
-        raise failure
+    return _script_ending(script, ending, len(launches), args.debug)
+
+
+def _run_script(script: Path) -> BaseException | None:
+    """Run the script as ``__main__``; what ended it early (None: it ran to its end)."""
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    except (SystemExit, Exception) as e:  # reported after the launches that did finish
+        return e
+    return None
+
+
+def _script_ending(script: Path, ending: BaseException | None, launches: int,
+                   debug: bool) -> int:
+    """Report how the script ended (after its launches' reports); the exit status."""
+    done = (f"after {launches} kernel launch{'es' if launches != 1 else ''} (reported above)"
+            if launches else "before any kernel launch finished")
+    if isinstance(ending, SystemExit):  # sys.exit(...): the script's own exit status is ours
+        code = ending.code
+        if code is None or code == 0:
+            ending = None
+        else:
+            if isinstance(code, int):
+                code = int(code)  # sys.exit(True) is status 1
+            else:  # sys.exit("message"): Python prints it, and the status is 1
+                print(code, file=sys.stderr)
+                code = EXIT_FAILED
+            print(f"neuroncore-sim: {script.name} exited with status {code} {done}",
+                  file=sys.stderr)
+            return code
+    if isinstance(ending, SimulatorError):  # a launch broke a rule: main() prints one line
+        raise ending
+    if ending is not None:  # a bug in the script: show it as Python would
+        print(f"neuroncore-sim: {script.name} raised {type(ending).__name__} {done}; "
+              "its traceback:", file=sys.stderr)
+        traceback.print_exception(type(ending), ending,
+                                  ending.__traceback__ if debug else _from_script(ending, script))
+        return EXIT_FAILED
     if not launches:
-        print("no kernel launches recorded (the script called no @nki.jit kernel)")
-    return status
+        print(f"no kernel launches recorded: {script.name} ran to its end without launching a "
+              "kernel (no call of an nki.jit / nki.trace / nki.baremetal / nki.benchmark / "
+              "nki.profile kernel, nki.simulate_kernel or neuroncore_sim.simulate)")
+    return EXIT_OK
+
+
+def _from_script(error: BaseException, script: Path) -> TracebackType | None:
+    """``error``'s traceback from the script's first frame on (runpy's and ours left out, as
+    `python SCRIPT.py` would show it); None when no frame is the script's (a SyntaxError)."""
+    tb = error.__traceback__
+    target = script.resolve()
+    while tb is not None and Path(tb.tb_frame.f_code.co_filename).resolve() != target:
+        tb = tb.tb_next
+    return tb
 
 
 # --- profile -------------------------------------------------------------------------------------
@@ -174,13 +277,15 @@ def _report(res: SimResult, n: int, out: Path | None, label: str | None = None,
             trace_max_events: int | None = None) -> None:
     """Print one launch's summary; with ``out``, write its files."""
     name = label or res.program.name
-    print(f"== launch {n}: {name}")
+    print(f"== launch {n}: {name}" + ("" if label else f" ({res.entry})"))
     print(report.summary_text(res), end="")
     if out is None:
         return
     folder = out / f"launch{n}_{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "summary.json").write_text(json.dumps(res.summary(), indent=2) + "\n")
+    summary = res.summary()
+    summary["advice"] = [tip.as_dict() for tip in advice(res, summary)]
+    (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (folder / "summary.txt").write_text(report.full_text(res))
     res.events.to_csv(folder / "events.csv", index=False)
     chrome_trace.write(res, folder / "trace.json", max_events=trace_max_events)

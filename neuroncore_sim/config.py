@@ -14,6 +14,8 @@ TOML files override fields by the same names::
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import math
 import tomllib
 from dataclasses import dataclass
@@ -22,6 +24,10 @@ from pathlib import Path
 from .errors import ConfigError
 
 KIB = 1024
+
+#: Version of the timing model: changed by every commit that moves estimates (a recalibration, a
+#: new mechanism), so stored cycle baselines can tell a model change from a kernel regression.
+MODEL_VERSION = "2026.11.25"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -139,6 +145,13 @@ class NeuronCoreConfig:
         """Convert a cycle count of ``engine`` to nanoseconds."""
         return cycles * 1e9 / self.clock_hz(engine)
 
+    def fingerprint(self) -> str:
+        """A short hash of every hardware field (the name left out): two configs with the same
+        fingerprint give the same estimates under one MODEL_VERSION."""
+        fields = {f: getattr(self, f) for f in self.__dataclass_fields__ if f != "name"}
+        text = json.dumps(fields, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
 
 TRN1 = NeuronCoreConfig(
     name="trn1",
@@ -149,7 +162,7 @@ TRN1 = NeuronCoreConfig(
     sync_clock_hz=1.4e9,  # assumption: the Sync engine runs at the SBUF interface clock [ARCH]
     num_partitions=128,  # source: [ARCH] SBUF 128 partitions
     sbuf_bytes_per_partition=192 * KIB,  # source: [ARCH] SBUF 24 MiB = 128 x 192 KiB
-    sbuf_reserved_bytes_per_partition=16 * KIB,  # source: [ALLOC] 16 KiB reserved for the compiler
+    sbuf_reserved_bytes_per_partition=16 * KIB,  # source: [ALLOC] byte_addr < 192 KiB - 16 KiB
     psum_bytes_per_partition=16 * KIB,  # source: [ARCH] PSUM 2 MiB = 128 x 16 KiB
     psum_num_banks=8,  # source: [ARCH] 8 banks x 2 KiB per partition
     gemm_stationary_fmax=128,  # source: [PM] nl.tile_size.gemm_stationary_fmax

@@ -11,6 +11,15 @@ front end), never a line inside this package.
 
 from __future__ import annotations
 
+import os
+import sys
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+#: Exit statuses of the command line: success, a failed run or check, a usage error.
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
 
 class SimulatorError(Exception):
     """Root of all errors raised for user mistakes or unsupported features.
@@ -81,6 +90,11 @@ class ActivationRangeWarning(SimulatorWarning):
     """A ScalarE activation function got inputs outside its documented valid range."""
 
 
+class SpillWarning(SimulatorWarning):
+    """SBUF is over-subscribed by the compiler-managed tiles live at once: the compiler spills
+    some of them to HBM and reloads them (the kernel runs, slower; docs/model.md)."""
+
+
 class LoopDependencyWarning(SimulatorWarning):
     """An ``nl.affine_range`` iteration reads what an earlier iteration wrote (not an
     accumulation): the compiler may reorder or pipeline the iterations."""
@@ -89,3 +103,14 @@ class LoopDependencyWarning(SimulatorWarning):
 def expected(what: str, want: object, found: object) -> str:
     """Format the standard "what; expected X, found Y" message body."""
     return f"{what}; expected {want}, found {found}"
+
+
+def caller_loc() -> str | None:
+    """``"file.py:LINE"`` of the innermost stack frame outside this package: where the user
+    called in (for errors raised outside a kernel), or None."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"

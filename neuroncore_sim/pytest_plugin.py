@@ -15,11 +15,20 @@ tests that ran. A check fails when the latency moved by more than the relative t
 either direction (a stale baseline would hide the next regression), or when there is no
 baseline yet. Tolerance, first match wins: the ``rel=`` argument, a
 ``@pytest.mark.cycle_baseline(rel=...)`` marker, the ``cycle_baseline_rel`` ini option, 2%.
+
+Each entry also stores the simulator's timing-model version and the config's fingerprint, so a
+check that fails after a recalibration says that the model changed (from what to what) rather
+than reporting a regression. A broken baselines file (merge conflict markers, not a JSON object
+of entries) fails with its path and what is wrong; ``--update-cycle-baselines`` replaces it.
+Files are written atomically (a temporary file renamed over the old one). Recording under
+pytest-xdist is refused (each worker would write its own part); comparing works there.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -57,6 +66,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption(UPDATE_OPTION) and _under_xdist(config):
+        raise pytest.UsageError(
+            f"{UPDATE_OPTION} cannot run under pytest-xdist (each worker would write its own "
+            "part of cycle_baselines.json): run it without -n")
     config.addinivalue_line(
         "markers", "cycle_baseline(rel): relative tolerance of this test's cycle_baseline checks")
     config.stash[_STORE] = _BaselineStore(config.getini("cycle_baseline_file"))
@@ -75,6 +88,18 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             terminalreporter.write_line(f"cycle baselines: {count} written to {path}")
 
 
+def _under_xdist(config: pytest.Config) -> bool:
+    """Whether this session is an xdist worker or a controller that starts workers."""
+    if hasattr(config, "workerinput"):
+        return True
+    numprocesses = getattr(config.option, "numprocesses", None)
+    return numprocesses not in (None, 0, "0")
+
+
+class BaselineFileError(Exception):
+    """A cycle baselines file that cannot be read as one."""
+
+
 class _BaselineStore:
     """The baseline files of a session: read lazily, updated entries written at the end."""
 
@@ -88,29 +113,96 @@ class _BaselineStore:
         return test_file.parent / self.file_name
 
     def get(self, path: Path, key: str) -> dict[str, Any] | None:
+        """The entry ``key`` of ``path`` (None when absent); BaselineFileError when the file or
+        the entry is broken."""
         if path not in self._files:
-            self._files[path] = json.loads(path.read_text()) if path.exists() else {}
-        return self._files[path].get(key)
+            self._files[path] = read_baselines(path)
+        entry = self._files[path].get(key)
+        if entry is not None:
+            check_entry(path, key, entry)
+        return entry
 
     def put(self, path: Path, key: str, record: dict[str, Any]) -> None:
         self._updates.setdefault(path, {})[key] = record
 
     def write(self) -> None:
         for path, updates in self._updates.items():
-            entries = json.loads(path.read_text()) if path.exists() else {}
+            try:
+                entries = read_baselines(path)
+            except BaselineFileError:
+                entries = {}  # a broken file is replaced by the entries recorded now
             entries.update(updates)
-            path.write_text(json.dumps(dict(sorted(entries.items())), indent=2) + "\n")
+            write_atomically(path, json.dumps(dict(sorted(entries.items())), indent=2) + "\n")
             self._files[path] = entries
             self.written[path] = len(updates)
 
 
+def read_baselines(path: Path) -> dict[str, Any]:
+    """The entries of a baselines file ({} when it does not exist)."""
+    if not path.exists():
+        return {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise BaselineFileError(f"cannot read cycle baselines {path}: {e}") from None
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith(("<<<<<<<", ">>>>>>>", "=======")):
+            raise BaselineFileError(
+                f"{path}:{number}: git merge conflict markers in the cycle baselines; resolve "
+                f"the conflict, or re-record the file with pytest {UPDATE_OPTION}")
+    try:
+        entries = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise BaselineFileError(f"{path}:{e.lineno}: cycle baselines are not valid JSON ({e.msg});"
+                                f" re-record them with pytest {UPDATE_OPTION}") from None
+    if not isinstance(entries, dict):
+        raise BaselineFileError(f"{path}: expected a JSON object of baseline entries, found a "
+                                f"{type(entries).__name__}; re-record with pytest {UPDATE_OPTION}")
+    return entries
+
+
+def check_entry(path: Path, key: str, entry: Any) -> None:
+    """BaselineFileError unless ``entry`` is a baseline record with a numeric latency."""
+    latency = entry.get("latency_ns") if isinstance(entry, dict) else None
+    if not isinstance(latency, (int, float)) or isinstance(latency, bool):
+        found = (f"latency_ns {latency!r}" if isinstance(entry, dict)
+                 else f"a {type(entry).__name__}")
+        raise BaselineFileError(f"{path}: entry {key!r}: expected an object with a numeric "
+                                f"latency_ns, found {found}; re-record it with pytest "
+                                f"{UPDATE_OPTION}")
+    busy = entry.get("busy_ns", {})
+    if not isinstance(busy, dict) or not all(isinstance(v, (int, float)) for v in busy.values()):
+        raise BaselineFileError(f"{path}: entry {key!r}: expected busy_ns to map engines to "
+                                f"numbers, found {busy!r}; re-record it with pytest "
+                                f"{UPDATE_OPTION}")
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` so that a reader (or a killed run) sees the old file or the
+    new one, never a part."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def record_of(res: SimResult) -> dict[str, Any]:
     """What a baseline stores about one launch (rounded so the file reads and diffs well)."""
+    from .config import MODEL_VERSION
+
     s = res.summary()
     return {
         "latency_ns": round(s["latency_ns"], 1),
         "tensor_cycles": round(s["latency_tensor_cycles"]),
         "busy_ns": {row: round(ns, 1) for row, ns in s["busy_ns"].items() if ns > 0},
+        "model": MODEL_VERSION,
+        "config": res.config.fingerprint(),
     }
 
 
@@ -125,6 +217,15 @@ def compare(key: str, path: Path, old: dict[str, Any], new: dict[str, Any],
     if abs(after - before) <= rel * abs(before):
         return None
     word = "slower" if after > before else "faster"
+    changed = [f"{what} changed from {old.get(field, 'an unrecorded one')} to {new[field]}"
+               for field, what in (("model", "the simulator's timing model"),
+                                   ("config", "the hardware config (fingerprint)"))
+               if field in new and old.get(field) != new[field]]
+    if changed:
+        return (f"estimated latency of {key} is {_percent(after, before)} against its cycle "
+                f"baseline in {path}, but {' and '.join(changed)} since it was recorded: this "
+                f"is a change of the estimate, not (necessarily) of the kernel. Check the "
+                f"kernel did not change too, then re-record: pytest {UPDATE_OPTION}")
     rows = sorted(set(old.get("busy_ns", {})) | set(new["busy_ns"]))
     moves = sorted(((new["busy_ns"].get(r, 0.0) - old.get("busy_ns", {}).get(r, 0.0), r)
                     for r in rows), key=lambda m: (-abs(m[0]), m[1]))
@@ -187,7 +288,10 @@ def cycle_baseline(request: pytest.FixtureRequest) -> Callable[..., None]:
         if update:
             store.put(path, key, new)
             return
-        old = store.get(path, key)
+        try:
+            old = store.get(path, key)
+        except BaselineFileError as e:
+            pytest.fail(str(e), pytrace=False)
         if old is None:
             pytest.fail(f"no cycle baseline for {key} in {path}; record it with: "
                         f"pytest {UPDATE_OPTION} '{request.node.nodeid}'", pytrace=False)

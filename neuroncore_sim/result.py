@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .timing import analysis, memory_use
+from .timing import analysis, bounds, critical_path, memory_use
 from .config import NeuronCoreConfig
 from .errors import UnsupportedError
 from .timing.events import COMPUTE_ROWS, TENSOR_LS_ROW, TimingResult, is_dma_row
-from .program.ir import Opcode, Program
+from .program.ir import DMA_OPCODES, Program
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 #: Columns of :attr:`SimResult.events`, in order.
 EVENT_COLUMNS = ("instr_id", "engine", "opcode", "start_ns", "end_ns", "duration_ns", "nbytes",
                  "waited_on", "source", "instance")
-_DMA_OPCODES = (Opcode.DMA_COPY, Opcode.DMA_TRANSPOSE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,18 +33,34 @@ class SimResult:
         outputs: the kernel's output arrays (empty for a timing-only run).
         config: the hardware it was timed on.
         timing: the timing model's result, or None when timing was not run.
+        entry: the entry point that made the launch ("neuroncore_sim.simulate", "nki.jit",
+            "nki.baremetal", "nki.simulate_kernel", "nki.benchmark", "nki.profile").
+        kernel_loc: the kernel's ``def`` line ("file.py:LINE"), when known.
     """
 
     program: Program
     outputs: tuple[Any, ...]
     config: NeuronCoreConfig
     timing: TimingResult | None
+    entry: str = "neuroncore_sim.simulate"
+    kernel_loc: str | None = None
 
     def _timing(self) -> TimingResult:
         if self.timing is None:
-            raise UnsupportedError("this launch was simulated with timing=False; "
-                                   "expected a timing result, found none")
+            raise UnsupportedError(self._untimed_message(), self.kernel_loc)
         return self.timing
+
+    def _untimed_message(self) -> str:
+        """Why this launch has no timing, and how to get it."""
+        if self.entry == "neuroncore_sim.simulate":
+            how = "was simulated with neuroncore_sim.simulate(..., timing=False)"
+        else:
+            how = (f"was launched through {self.entry}, which computes values only "
+                   "(timing=False) to stay fast outside `neuroncore-sim run`")
+        return (f"kernel {self.program.name}: this launch {how}; expected a timing result, "
+                "found none. To time it, call neuroncore_sim.simulate(kernel, *args) (timing=True is the default), "
+                "or run the script with `neuroncore-sim run SCRIPT.py`, which times every "
+                "launch")
 
     @property
     def latency_ns(self) -> float:
@@ -76,8 +91,14 @@ class SimResult:
             ``dma_bandwidth_percent_of_peak`` (and ``dma_peak_bytes_per_ns``), ``hbm_bytes``,
             ``hbm_bytes_per_ns``, ``hbm_bandwidth_percent_of_peak``, ``hbm_peak_bytes_per_ns``;
             ``bottleneck`` (the busiest of tensor/vector/scalar/gpsimd/dma, or "latency" when
-            none is busy more than half the time) with ``bottleneck_evidence``; ``top_stalls``
-            and ``memory`` (peak SBUF/PSUM bytes per partition). Definitions: see
+            none is busy more than half the time) with ``bottleneck_evidence``; ``top_stalls``,
+            ``critical_path`` (the chain of events and waits that sets the latency: time per
+            engine, top opcodes, lines and stalls with their root causes), Neuron Explorer's
+            bounds under its names (``memory_bound``, ``memory_bound_ideal``,
+            ``memory_bound_ideal_no_reloads``, ``compute_bound``, ``compute_bound_ideal_flops``,
+            ``compute_bound_ideal_useful_flops``, ``perfect_pipeline``, ``bn_speedup`` of each,
+            ``engine_active_ns``: :mod:`neuroncore_sim.timing.bounds`) and ``memory`` (peak
+            SBUF/PSUM bytes per partition). Definitions: see
             :mod:`neuroncore_sim.timing.analysis` and :mod:`neuroncore_sim.timing.memory_use`.
         """
         t = self._timing()
@@ -88,7 +109,7 @@ class SimResult:
         pct = {row: (100.0 * v / latency if latency > 0 else 0.0) for row, v in busy.items()}
         counts: dict[str, int] = {}
         for ins in self.program.instructions:
-            row = "dma" if ins.opcode in _DMA_OPCODES else ins.engine.value
+            row = "dma" if ins.opcode in DMA_OPCODES else ins.engine.value
             counts[row] = counts.get(row, 0) + 1
         use = analysis.utilisation(t, cfg, pct["dma"])
         stalls = analysis.top_stalls(self.program, t)
@@ -107,5 +128,7 @@ class SimResult:
             "bottleneck": verdict,
             "bottleneck_evidence": evidence,
             "top_stalls": stalls,
+            "critical_path": critical_path.summary(critical_path.critical_path(t)),
+            **bounds.aws_bounds(self.program, t, cfg),
             "memory": memory_use.memory_summary(self.program, t, cfg),
         }

@@ -19,26 +19,29 @@ instead.
 from __future__ import annotations
 
 import contextlib
-import gc
 import inspect
 import itertools
+import threading
 import warnings
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
 
-from .timing.capacity import check_capacity
+from .timing.placement import check_capacity
 from .config import NeuronCoreConfig, load_config
+from .environment import launch_environment
 from .dtypes import to_dtype
-from .errors import KernelError, SimulatorError, SimulatorWarning, UnsupportedError
+from .errors import (ConfigError, KernelError, SimulatorError, SimulatorWarning,
+                     UnsupportedError, caller_loc, expected)
 from .values.execute import Executor
+from .values.fast.executor import FastExecutor
 from .values.fast.pipeline import PipelinedExecutor
 from .frontend import tracer as _tracer
 from .frontend.tensor import NkiTensor
 from .frontend.typing import TensorType
-from .values.fast.gemm_jobs import single_threaded_blas
 from .program.ir import MemSpace, Program
 from .result import SimResult
 from .timing.engines import simulate_timing
@@ -100,7 +103,9 @@ class Launch:
     warnings: list[str] = field(default_factory=list)
 
 
-def _grid(grid: Any) -> tuple[int, ...]:
+def launch_grid(grid: Any) -> tuple[int, ...]:
+    """An SPMD grid as a tuple of positive sizes (``()`` for one instance); a KernelError for
+    anything else."""
     if grid is None or grid == ():
         return ()
     dims = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
@@ -163,68 +168,82 @@ def _bind_inputs(tr: _tracer.Tracer, fn: Callable[..., Any], args: tuple[Any, ..
     return new_args, new_kwargs, user_arrays
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector (reference counting still frees everything).
-
-    Tracing and timing build hundreds of thousands of long-lived objects (instructions,
-    accesses, events) and no reference cycles; the collector would rescan all of them each
-    time the heap grows by a quarter, about a quarter of the run time of a 50,000-instruction
-    launch, and find nothing. It is enabled again on exit (if it was), also after an error.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
 def _def_loc(fn: Callable[..., Any]) -> str | None:
     code = getattr(fn, "__code__", None)
     return f"{code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno}" if code else None
 
 
-def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None, functional: bool = True,
-          on_record: Callable[[int], None] | None = None, **kwargs: Any) -> Launch:
+def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
+          functional: bool | str = True, on_record: Callable[[int], None] | None = None,
+          kernel_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> Launch:
     """Run a kernel once per SPMD instance, recording its Program and computing its outputs.
 
     Args:
         kernel: a plain function or an ``nki.jit`` kernel.
         grid: the SPMD grid (``()`` for one instance).
         config: preset name, TOML path or NeuronCoreConfig.
-        functional: compute values (False: record only, no numpy work).
+        functional: compute values (False: record only, no numpy work; "reference": with the
+            reference executor, the spec run one instruction at a time in this thread).
         on_record: progress hook, called with the count of recorded instructions.
+        kernel_kwargs: keyword arguments for the kernel whose names may be the simulator's own
+            (a kernel parameter called ``config`` or ``grid``); merged with ``kwargs``.
     """
+    if not callable(getattr(kernel, "func", kernel)):
+        raise KernelError(expected("kernel", "an NKI kernel (a function, or an nki.jit kernel)",
+                                   f"{type(kernel).__name__} {kernel!r}"), loc=caller_loc())
+    if not (isinstance(functional, bool) or functional == "reference"):
+        raise ConfigError(expected("functional", 'True, False or "reference"',
+                                   repr(functional)), loc=caller_loc())
+    if kernel_kwargs:
+        kwargs = {**kwargs, **kernel_kwargs}
     fn = getattr(kernel, "func", kernel)
     torch_args = TorchArgs(args, kwargs)  # torch tensors -> numpy views of their memory
     args, kwargs = torch_args.args, torch_args.kwargs
-    grid = _grid(grid if grid != () else getattr(kernel, "grid", ()))
+    grid = launch_grid(grid if grid != () else getattr(kernel, "grid", ()))
     cfg = load_config(config)
     program = Program(getattr(fn, "__name__", "kernel"), grid)
+    fast = bool(functional) and functional != "reference"
     with contextlib.ExitStack() as stack:
-        # Values are computed by a worker thread while the kernel goes on tracing (pipeline.py),
-        # their GEMMs by a thread pool with BLAS single-threaded (gemm_jobs.py).
-        executor = None
-        if functional:
-            threads = stack.enter_context(single_threaded_blas())
-            executor = PipelinedExecutor(Executor(cfg, gemm_threads=threads))
+        # GC paused, BLAS single-threaded for the fast executor (environment.py); values are
+        # computed by a worker thread while the kernel goes on tracing (pipeline.py), their
+        # GEMMs by a thread pool (gemm_jobs.py).
+        threads = stack.enter_context(launch_environment(blas_single_threaded=fast))
+        executor: PipelinedExecutor | Executor | None = None
+        if functional == "reference":
+            executor = Executor(cfg)
+        elif functional:
+            executor = PipelinedExecutor(FastExecutor(cfg, gemm_threads=threads))
             stack.callback(executor.close)
         outputs, found = _run_launch(fn, args, kwargs, grid, cfg, program, executor, on_record)
+    level = _user_stacklevel()
     for w in found:
-        warnings.warn(w, stacklevel=3)
+        warnings.warn(w, stacklevel=level)
     return Launch(program, outputs, [str(w) for w in found])
 
 
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning issued by the caller of this function point at
+    the first frame outside this package: the user's line that launched the kernel, however
+    many entry points (``nki.simulate_kernel``, a kernel call, :func:`simulate`) lie between."""
+    frame = inspect.currentframe()
+    frame = frame.f_back if frame is not None else None  # the caller: stacklevel 1
+    level = 1
+    while frame is not None and frame.f_back is not None and \
+            Path(frame.f_code.co_filename).resolve().is_relative_to(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _run_launch(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[int, ...],
-                cfg: NeuronCoreConfig, program: Program, executor: PipelinedExecutor | None,
+                cfg: NeuronCoreConfig, program: Program, executor: PipelinedExecutor | Executor | None,
                 on_record: Callable[[int], None] | None
                 ) -> tuple[tuple[Any, ...], list[SimulatorWarning]]:
     """Trace (and with ``executor``, compute) one launch: its outputs and warnings."""
     tr = _tracer.Tracer(program, cfg, executor, on_record)
-    with tr.active(), _gc_paused():
+    with tr.active():
         new_args, new_kwargs, user_arrays = _bind_inputs(tr, fn, args, kwargs,
                                                          executor is not None)
         returned: Any = None
@@ -241,7 +260,7 @@ def _run_launch(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[i
     return outputs, tr.warnings + (executor.checks.warnings if executor is not None else [])
 
 
-def _raise_first(executor: PipelinedExecutor | None, error: Exception) -> None:
+def _raise_first(executor: PipelinedExecutor | Executor | None, error: Exception) -> None:
     """The kernel raised ``error``: raise instead the error of an instruction recorded before it
     that had already failed in the values worker, if any (the first error in program order is
     the one a user sees, as if values were computed in line); give a simulator error without a
@@ -253,7 +272,7 @@ def _raise_first(executor: PipelinedExecutor | None, error: Exception) -> None:
         _tracer.locate_in_kernel(error)
 
 
-def _collect(tr: _tracer.Tracer, executor: PipelinedExecutor | None, returned: Any,
+def _collect(tr: _tracer.Tracer, executor: PipelinedExecutor | Executor | None, returned: Any,
              user_arrays: dict[int, np.ndarray], def_loc: str | None) -> tuple[Any, ...]:
     """Outputs: the returned tensors' values; written argument arrays are updated in place.
     ``def_loc`` (the kernel's ``def`` line) locates a bad return value."""
@@ -284,7 +303,8 @@ def _collect(tr: _tracer.Tracer, executor: PipelinedExecutor | None, returned: A
                     f"kernel return value: expected HBM tensors (nl.ndarray(..., "
                     f"buffer=nl.shared_hbm), written with nl.store), found a tile in "
                     f"{item.space.value}" + (f" made at {made}" if made else ""), def_loc)
-            outs.append(values(item.tensor) if executor is not None else None)
+            outs.append(_view_values(item, values(item.tensor)) if executor is not None
+                        else None)
         else:
             outs.append(item)
     if not items:
@@ -292,9 +312,26 @@ def _collect(tr: _tracer.Tracer, executor: PipelinedExecutor | None, returned: A
     return tuple(outs)
 
 
+def _view_values(view: NkiTensor, whole: np.ndarray) -> np.ndarray:
+    """The values a returned HBM view selects (``return out.reshape(...)``, a slice, a
+    ``view(dtype)``): the whole tensor's array when it is the whole tensor as declared."""
+    acc = view.access()
+    decl = view.tensor
+    if (acc.view_dtype is None and acc.offset == 0 and acc.shape == tuple(decl.shape)
+            and acc.pattern == tuple(zip(decl.strides, decl.shape))):
+        return whole
+    flat = np.ascontiguousarray(whole).reshape(-1)  # HBM storage is C order
+    if acc.view_dtype is not None:
+        flat = flat.view(acc.view_dtype)
+    isz = flat.itemsize
+    return np.ndarray(acc.shape, flat.dtype, flat, acc.offset * isz,
+                      [st * isz for st, _ in acc.pattern]).copy()
+
+
 def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
-             functional: bool = True, timing: bool = True,
-             progress: bool | ProgressFactory = False, **kwargs: Any) -> SimResult:
+             functional: bool | str = True, timing: bool = True,
+             progress: bool | ProgressFactory = False,
+             kernel_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> SimResult:
     """Run a kernel launch: its values (unless ``functional=False``) and its estimated timing.
 
     Args:
@@ -302,10 +339,18 @@ def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
         *args, **kwargs: the kernel's arguments; numpy arrays become HBM inputs.
         grid: SPMD launch grid, e.g. ``(2, 2)``.
         config: "trn1" (default), "inf2", a TOML file path or a NeuronCoreConfig.
-        functional: compute output values with the hardware's dtype behaviour.
+        functional: compute output values with the hardware's dtype behaviour; "reference"
+            computes them with the reference executor (the spec alone, one instruction at a
+            time: slower; to check a result of the fast path).
         timing: run the timing model.
         progress: True shows progress bars for tracing and timing (tqdm on stderr); or a
             :data:`ProgressFactory` drawing them some other way. Off by default.
+        kernel_kwargs: keyword arguments for the kernel whose names may be the simulator's own
+            (``config=`` of a kernel that takes a config); merged with ``kwargs``.
+
+    Inside :func:`record_launches` (``neuroncore-sim run``) the launch is always timed, and the
+    block's config, timing-only choice and progress bars apply where the call leaves them at
+    their defaults.
 
     Returns:
         SimResult with ``outputs``, ``latency_ns``, ``events`` and ``summary()``.
@@ -314,24 +359,54 @@ def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
         SimulatorError: a subclass naming the kernel line for a broken rule, including
             ``CapacityError`` when the tiles do not fit, with or without ``timing``.
     """
+    return simulate_launch(kernel, args, {**kwargs, **(kernel_kwargs or {})}, grid=grid,
+                           config=config, functional=functional, timing=timing,
+                           progress=progress, entry=SIMULATE_ENTRY)
+
+
+#: ``SimResult.entry`` of launches made by :func:`simulate` itself.
+SIMULATE_ENTRY = "neuroncore_sim.simulate"
+
+
+def simulate_launch(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *,
+                    entry: str, grid: Any = (), config: Any = None, functional: bool = True,
+                    timing: bool = True, progress: bool | ProgressFactory = False) -> SimResult:
+    """:func:`simulate` for every entry point: ``entry`` names the one the user called
+    (``"nki.simulate_kernel"``, ``"nki.jit"``, ...), kept on the result for reports and for the
+    message of a timing request on an untimed launch.
+
+    Inside :func:`record_launches` every launch is timed and collected, whichever entry point
+    made it: ``timing=False`` (the fast values-only default of ``nki.simulate_kernel`` and
+    kernel calls) is overridden there, because the block exists to time the launches.
+    """
+    session = _session()
+    if session is not None:
+        timing = True
+        config = session.config if config is None else config
+        functional = functional and session.functional
+        progress = progress or session.progress
     cfg = load_config(config)
     bars = _progress_factory(progress)
     name = getattr(kernel, "__name__", "kernel")
     with _bar(bars, f"{name}: tracing", None) as bar:
         launch = trace(kernel, *args, grid=grid, config=cfg, functional=functional,
-                       on_record=bar.update if bar is not None else None, **kwargs)
+                       on_record=bar.update if bar is not None else None,
+                       kernel_kwargs=kwargs)
         if bar is not None:
             bar.update(len(launch.program.instructions))
     times = None
     if timing:
         with _bar(bars, f"{name}: timing", len(launch.program.instructions)) as bar, \
-                _gc_paused():
+                launch_environment(blas_single_threaded=False):
             times = simulate_timing(launch.program, cfg,
                                     bar.update if bar is not None else None)
-    if not timing:
-        check_capacity(launch.program, cfg)  # the timing model checks it while scheduling
-    result = SimResult(program=launch.program, outputs=launch.outputs, config=cfg, timing=times)
-    session = _SESSION.get()
+    # (the timing model checks capacity while scheduling)
+    found = times.warnings if times is not None else check_capacity(launch.program, cfg)
+    level = _user_stacklevel()
+    for w in found:  # SpillWarnings: tiles spilled to the next memory
+        warnings.warn(w, stacklevel=level)
+    result = SimResult(program=launch.program, outputs=launch.outputs, config=cfg, timing=times,
+                       entry=entry, kernel_loc=_def_loc(getattr(kernel, "func", kernel)))
     if session is not None:
         session.results.append(result)
     return result
@@ -358,64 +433,46 @@ class LaunchRecorder:
 
 
 _SESSION: ContextVar[LaunchRecorder | None] = ContextVar("neuroncore_sim_session", default=None)
+#: Every open record_launches block of the process, innermost last: threads the user's code
+#: starts inside a block do not inherit its context, yet their launches belong to it.
+_OPEN: list[LaunchRecorder] = []
+_OPEN_LOCK = threading.Lock()
+
+
+def _session() -> LaunchRecorder | None:
+    """The record_launches block a launch made now belongs to: this context's own, else the
+    innermost one open in the process (a launch from a thread the block's code started)."""
+    own = _SESSION.get()
+    if own is not None:
+        return own
+    with _OPEN_LOCK:
+        return _OPEN[-1] if _OPEN else None
 
 
 @contextlib.contextmanager
 def record_launches(config: Any = None, functional: bool = True,
                     progress: bool | ProgressFactory = False) -> Iterator[LaunchRecorder]:
-    """Inside this block every ``nki.jit`` kernel call is also timed and its result collected.
+    """Inside this block every kernel launch is timed and its result collected, whichever entry
+    point made it (``nki.jit`` / ``nki.trace`` / ``nki.baremetal`` kernel calls, ``kernel[grid]``,
+    ``nki.simulate_kernel``, ``nki.benchmark``, ``nki.profile``, :func:`simulate`).
+
+    Launches from threads started inside the block are collected too (by the innermost block
+    open in the process when the launching thread has none of its own); launches in other
+    processes are not.
 
     Args:
-        config: hardware config for those launches (default trn1).
+        config: hardware config for those launches (default trn1); a :func:`simulate` call
+            that names its own ``config`` keeps it.
         functional: False runs them timing-only (outputs are None).
         progress: progress bars for each launch, as in :func:`simulate`.
     """
     recorder = LaunchRecorder(load_config(config), functional, progress)
     token = _SESSION.set(recorder)
+    with _OPEN_LOCK:
+        _OPEN.append(recorder)
     try:
         yield recorder
     finally:
         _SESSION.reset(token)
-
-
-class Kernel:
-    """What ``nki.jit`` returns: call it like the function; ``kernel[grid](...)`` for SPMD.
-
-    A call runs the kernel on the simulator and returns its outputs as numpy arrays (like
-    ``nki.simulate_kernel``), or as torch tensors when it was given torch tensors. Inside a
-    running kernel it is inlined as a sub-kernel call.
-    """
-
-    def __init__(self, func: Callable[..., Any], grid: tuple[int, ...] = (),
-                 options: dict[str, Any] | None = None) -> None:
-        self.func = func
-        self.grid = grid
-        self.options = options or {}
-        self.__name__ = getattr(func, "__name__", "kernel")
-        self.__doc__ = getattr(func, "__doc__", None)
-        self.__wrapped__ = func
-
-    def __getitem__(self, grid: Any) -> Kernel:
-        return Kernel(self.func, _grid(grid), self.options)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if _tracer.active_or_none() is not None:
-            return self.func(*args, **kwargs)  # a sub-kernel: inline it
-        session = _SESSION.get()
-        targs = TorchArgs(args, kwargs)  # torch arguments give torch results
-        if session is None:
-            res = simulate(self, *targs.args, grid=self.grid, timing=False, **targs.kwargs)
-        else:
-            res = simulate(self, *targs.args, grid=self.grid, config=session.config,
-                           functional=session.functional, progress=session.progress,
-                           **targs.kwargs)
-        return targs.results(_unwrap(res.outputs))
-
-    def __repr__(self) -> str:
-        return f"<nki kernel {self.__name__} grid={list(self.grid)}>"
-
-
-def _unwrap(outputs: tuple[Any, ...]) -> Any:
-    if not outputs:
-        return None
-    return outputs[0] if len(outputs) == 1 else outputs
+        with _OPEN_LOCK:
+            _OPEN.remove(recorder)

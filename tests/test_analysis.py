@@ -197,8 +197,10 @@ def test_one_matmul_memory(matmul_result):
                          "capacity_bytes_per_partition": 192 * 1024 - 16 * 1024,
                          "peak_percent": pytest.approx(100 * 2048 / 180224),
                          "peak_at_ns": pytest.approx(COPY_START, abs=1e-3), "tiles": 3,
-                         "peak_sites": {line_of("COPY"): 2048}}
-    # PSUM: one fp32 [128, 512] tile = 2048 B = one bank, from the LoadStationary (1300 + LS_T + 30).
+                         "peak_sites": {line_of("COPY"): 2048},
+                         "spill_save_bytes": 0, "spill_reload_bytes": 0, "spill_sites": {}}
+    # PSUM: one fp32 [128, 512] tile = 2048 B = one bank, from the LoadStationary
+    # (1300 + LS_T + 30).
     assert m["psum"]["peak_bytes_per_partition"] == 2048
     assert m["psum"]["peak_at_ns"] == pytest.approx(1300 + LS_T + 30)
     assert m["psum"]["peak_percent"] == pytest.approx(12.5)

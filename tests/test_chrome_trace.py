@@ -110,12 +110,28 @@ def test_flows_point_from_producer_to_waiter(result):
     trace = chrome_trace.to_chrome_trace(result)
     waiting = [e for e in result.timing.events if "#" in e.waited_on]
     assert waiting, "the add waits on its loads"
-    flows = [e for e in trace["traceEvents"] if e["ph"] in "sf"]
+    flows = [e for e in trace["traceEvents"] if e["ph"] in "sf" and e["cat"] == "dependency"]
     assert len(flows) == 2 * len(waiting)
     for s, f in zip(flows[::2], flows[1::2]):
         assert s["id"] == f["id"] and s["ts"] <= f["ts"]
     assert not [e for e in chrome_trace.to_chrome_trace(result, flows=False)["traceEvents"]
                 if e["ph"] in "sf"]
+
+
+def test_critical_path_is_marked_and_linked(result):
+    from neuroncore_sim.timing.critical_path import critical_path
+
+    path = critical_path(result.timing)
+    trace = chrome_trace.to_chrome_trace(result)
+    marked = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["args"]["critical_path"]]
+    assert len(marked) == len(path.steps) > 1
+    links = [e for e in trace["traceEvents"] if e.get("cat") == "critical_path"]
+    assert len(links) == 2 * (len(path.steps) - 1)
+    ids = [e["id"] for e in trace["traceEvents"] if e["ph"] in "sf"]
+    assert len(set(ids)) == len(ids) // 2  # every arrow has its own id
+    first, last = path.steps[0].event, path.steps[-1].event
+    assert links[0]["ts"] == first.start_ns / 1000 and links[-1]["ts"] == last.start_ns / 1000
+    assert validate(trace) == []
 
 
 def test_untimed_launch_is_refused():

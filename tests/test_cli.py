@@ -68,6 +68,10 @@ def test_run_times_every_launch_and_writes_reports(tmp_path, capsys):
                          "trace.json"}
         summary = json.loads((folder / "summary.json").read_text())
         assert summary["latency_ns"] > 0
+        assert summary["critical_path"]["length_ns"] == pytest.approx(summary["latency_ns"],
+                                                                      abs=0.01)
+        assert {"memory_bound", "compute_bound", "perfect_pipeline", "bn_speedup"} <= set(summary)
+        assert isinstance(summary["advice"], list)
         assert "traceEvents" in json.loads((folder / "trace.json").read_text())
         assert (folder / "events.csv").read_text().startswith("instr_id,engine,opcode")
 

@@ -20,7 +20,7 @@ from exec_helpers import BF16, F32, ins, rect, tile
 from neuroncore_sim.values.fast import pipeline
 from neuroncore_sim.config import TRN1
 from neuroncore_sim.errors import ShapeError, UninitializedReadWarning
-from neuroncore_sim.values.execute import Executor
+from neuroncore_sim.values.fast.executor import FastExecutor as Executor
 from neuroncore_sim.values.fast.gemm_jobs import ADD, SET, GemmJob, GemmRunner, _edges, single_threaded_blas
 from neuroncore_sim.program.ir import Engine, MemSpace, Opcode
 from neuroncore_sim.values.fast.pipeline import PipelinedExecutor
@@ -337,7 +337,7 @@ def test_merged_gemms_in_a_kernel_equal_the_reference(monkeypatch):
     import neuroncore_sim as ncs
     from kernels.matmul_blocked import kernel, reference
     shapes = _record_starts(monkeypatch)
-    monkeypatch.setattr(importlib.import_module("neuroncore_sim.simulate"),
+    monkeypatch.setattr(importlib.import_module("neuroncore_sim.environment"),
                         "single_threaded_blas", _two_blas_threads)
     rng = np.random.default_rng(2)
     lhsT = rng.integers(-3, 4, (256, 768)).astype(ml_dtypes.bfloat16)

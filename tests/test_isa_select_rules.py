@@ -304,9 +304,9 @@ def test_top8_family_rules():
         nisa.nc_match_replace8(data=t((4, 64)), vals=t((4, 8)), imm=0.0,  # BAD
                                dst_idx=t((4, 8)))
 
-    def masked():
-        i_p = nl.arange(4)[:, None]
-        nisa.max8(src=t((4, 64)), mask=i_p < 2)  # BAD
+    def masked():  # a triangle over the input: no rectangle to shrink the reduction to
+        i_p, i_f = nl.arange(4)[:, None], nl.arange(64)[None, :]
+        nisa.max8(src=t((4, 64)), mask=i_p + i_f < 40)  # BAD
 
     def good():
         m = nisa.max8(src=t((4, 2, 8)))
@@ -320,7 +320,8 @@ def test_top8_family_rules():
     expect_error(ShapeError, r"vals: expected 4 partitions x 8 elements", vals)
     expect_error(DTypeError, r"expected uint16 or uint32, found int32", index_dtype)
     expect_error(DTypeError, r"dst_idx: expected an integer dtype, found float32", dst_idx)
-    expect_error(UnsupportedError, r"max8: mask= is not supported yet", masked)
+    expect_error(UnsupportedError, r"max8: a mask that is not a rectangle over the input "
+                 r"\[4, 64\] is not supported", masked)
     ok(good)
 
 

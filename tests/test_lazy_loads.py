@@ -16,11 +16,11 @@ from exec_helpers import BF16, F32, ins, rect, tile
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from neuroncore_sim.values import execute
+from neuroncore_sim.values.fast import executor as execute
 from neuroncore_sim.values.fast import psum_chain
 from neuroncore_sim.config import TRN1
 from neuroncore_sim.errors import AccessError
-from neuroncore_sim.values.execute import Executor
+from neuroncore_sim.values.fast.executor import FastExecutor as Executor
 from neuroncore_sim.program.ir import Access, Engine, MemSpace, Opcode
 from neuroncore_sim.values.memory import Memory
 

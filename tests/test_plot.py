@@ -45,8 +45,19 @@ def test_lanes_and_legend(result):
     assert labels[:4] == ["tensor", "vector", "scalar", "gpsimd"]
     assert labels[-1].startswith("dma")
     legend = [t.get_text() for t in lanes.get_legend().get_texts()]
-    assert legend == ["dma_copy", "tensor_tensor"]
+    # compute lanes by opcode, DMA lanes by the line and tensor they move
+    assert legend == ["tensor_tensor", "dma: tensor_add.py:30 a", "dma: tensor_add.py:31 b",
+                      "dma: tensor_add.py:32 hbm0", "critical path"]
     assert lanes.get_xlim()[1] == pytest.approx(result.latency_ns / 1000)
+    # the red line runs through the critical path's events, in order, first start to last end
+    from neuroncore_sim.timing.critical_path import critical_path
+
+    steps = critical_path(result.timing).steps
+    (line,) = [ln for ln in lanes.get_lines() if ln.get_label() == "critical path"]
+    xs = line.get_xdata()
+    assert len(xs) == 2 * len(steps)
+    assert xs[0] == pytest.approx(steps[0].event.start_ns / 1000)
+    assert xs[-1] == pytest.approx(result.latency_ns / 1000)
     plt.close(fig)
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from neuroncore_sim.values.fast import psum_chain
 from neuroncore_sim.config import TRN1
-from neuroncore_sim.values.execute import Executor
+from neuroncore_sim.values.fast.executor import FastExecutor as Executor
 from neuroncore_sim.program.ir import Engine, MemSpace, Opcode
 
 RNG = np.random.default_rng(7)

@@ -73,8 +73,8 @@ def _scaled(record: dict, factor: float, engine: str = "dma") -> dict:
     """``record`` as if the latency and one engine's busy time had been ``factor`` times."""
     busy = dict(record["busy_ns"])
     busy[engine] = busy[engine] * factor
-    return {"latency_ns": record["latency_ns"] * factor,
-            "tensor_cycles": round(record["tensor_cycles"] * factor), "busy_ns": busy}
+    return dict(record, latency_ns=record["latency_ns"] * factor,
+                tensor_cycles=round(record["tensor_cycles"] * factor), busy_ns=busy)
 
 
 def test_within_tolerance_passes(pytester, actual) -> None:
@@ -176,7 +176,10 @@ def test_the_fixture_wants_a_sim_result(cycle_baseline) -> None:
 
 
 def test_record_holds_ns_cycles_and_busy_engines(actual) -> None:
-    assert set(actual) == {"latency_ns", "tensor_cycles", "busy_ns"}
+    from neuroncore_sim.config import MODEL_VERSION, TRN1
+
+    assert set(actual) == {"latency_ns", "tensor_cycles", "busy_ns", "model", "config"}
+    assert actual["model"] == MODEL_VERSION and actual["config"] == TRN1.fingerprint()
     assert actual["tensor_cycles"] == round(actual["latency_ns"] * 2.8)  # TensorE at 2.8 GHz
     assert {"dma", "vector"} <= set(actual["busy_ns"])
     assert all(ns > 0 for ns in actual["busy_ns"].values())  # idle engines are left out

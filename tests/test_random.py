@@ -13,7 +13,7 @@ import neuroncore_sim.nki.language as nl
 from kernel_checks import expect_error
 from neuroncore_sim.config import TRN1
 from neuroncore_sim.errors import KernelError, ShapeError
-from neuroncore_sim.values.semantics_random import uniform
+from neuroncore_sim.values.semantics.rng import uniform
 
 F32 = np.float32
 

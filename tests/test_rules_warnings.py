@@ -19,7 +19,7 @@ from hypothesis import given, settings, strategies as st
 import neuroncore_sim as ncs
 from neuroncore_sim.values import checks
 from neuroncore_sim import nki
-from neuroncore_sim.errors import ActivationRangeWarning, CapacityError, \
+from neuroncore_sim.errors import ActivationRangeWarning, CapacityError, SpillWarning, \
     LoopDependencyWarning, SimulatorWarning, UninitializedReadWarning
 import neuroncore_sim.nki.isa as nisa
 import neuroncore_sim.nki.language as nl
@@ -69,13 +69,15 @@ def _sbuf_kernel(cols_b):
 
 def test_sbuf_capacity_is_checked_without_timing():
     bad, good = _sbuf_kernel(32768), _sbuf_kernel(24576)  # 64 + 128 KiB vs 64 + 96 KiB
-    msg = (r"SBUF capacity: tiles live at once need 196640 bytes per partition, available "
-           r"180224; allocation sites: " + re.escape(line(bad)) + r" \(1 x 131072 B\)")
+    # one instruction reads both tiles: they must be in SBUF together, so no spill helps
+    msg = (r"SBUF capacity: tensor_tensor needs its tiles in SBUF at once \(spilling cannot "
+           r"help\); expected at most 180224 bytes per partition, found 196640; tiles allocated "
+           r"at: " + re.escape(line(bad)) + r" \(131072 B\)")
     for run in (lambda k: ncs.simulate(k, timing=False), nki.simulate_kernel,
                 lambda k: ncs.simulate(k, functional=False)):  # one rule, with or without timing
         with pytest.raises(CapacityError, match=msg) as info:
             run(bad)
-        assert info.value.loc == line(bad)
+        assert info.value.loc == line(bad, "nisa.tensor_tensor")
     ncs.simulate(good, timing=False)
     nki.simulate_kernel(good)
 
@@ -88,13 +90,16 @@ def _psum_kernel(n):
     return k
 
 
-def test_psum_banks_are_checked_without_timing():
+def test_psum_over_subscription_spills_to_sbuf_also_without_timing():
     bad, good = _psum_kernel(9), _psum_kernel(8)  # 9 live one-bank tiles; 8 banks
-    with pytest.raises(CapacityError, match=r"PSUM capacity: tiles live at once need 18432 bytes "
-                       r"per partition, available 16384") as info:
-        nki.simulate_kernel(bad)
-    assert info.value.loc == line(bad)
-    nki.simulate_kernel(good)
+    for run in (nki.simulate_kernel, lambda k: ncs.simulate(k)):
+        with pytest.warns(SpillWarning, match=re.escape(line(bad)) + r": PSUM over-subscribed: "
+                          r"tiles live at once need up to 18432 bytes per partition, 16384 "
+                          r"available; the compiler spills to SBUF 262144 bytes"):
+            run(bad)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        nki.simulate_kernel(good)
 
 
 # --- reads of memory nothing wrote -------------------------------------------------------------

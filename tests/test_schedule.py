@@ -223,12 +223,28 @@ def test_psum_tiles_take_whole_banks():
     out = b.tensor("o", (128, 600), "float32", "sbuf", site=2)
     for p in ps:
         b.op("tensor_copy", "vector", out=acc(out), src=acc(p))
-    assert build_schedule(b.program, TRN1).instances[0].rings[0].slot_bytes == 4096
+    sched = build_schedule(b.program, TRN1)
+    assert sched.instances[0].rings[0].slot_bytes == 4096 and sched.warnings == ()
+
+
+def test_psum_over_its_banks_spills_whole_tiles_to_sbuf():
+    b = Builder()
+    ps = [b.tensor(f"p{i}", (128, 600), "float32", "psum", site=1) for i in range(4)]
     extra = b.tensor("p_extra", (128, 16), "float32", "psum", site=3)
-    b.op("memset", "vector", out=acc(extra), attrs={"value": 0})
-    b.op("tensor_copy", "vector", out=acc(out), src=acc(ps[0]))  # keeps all 4 live
-    with pytest.raises(CapacityError, match="PSUM"):
-        build_schedule(b.program, TRN1)
+    for p in ps + [extra]:  # 4 x 2 banks + 1 live at once: 9 banks
+        b.op("memset", "vector", out=acc(p), attrs={"value": 0})
+    out = b.tensor("o", (128, 600), "float32", "sbuf", site=2)
+    for p in ps:
+        b.op("tensor_copy", "vector", out=acc(out), src=acc(p))
+    small = b.tensor("o2", (128, 16), "float32", "sbuf", site=4)
+    b.op("tensor_copy", "vector", out=acc(small), src=acc(extra))
+    # the compiler spills a tile to SBUF (placement.py): VectorE copies out and back
+    sched = build_schedule(b.program, TRN1)
+    assert [str(w).split(": ", 1)[1][:22] for w in sched.warnings] == ["PSUM over-subscribed: "]
+    spills = [i for i in sched.instances[0].instructions if i.attrs.get("spill")]
+    assert [i.attrs["spill"] for i in spills] == ["psum_spill_save", "psum_spill_reload"]
+    assert all(i.opcode.value == "tensor_copy" and i.engine.value == "vector" for i in spills)
+    assert spills[0].srcs["src"].space.value == "psum" and spills[0].out.space.value == "sbuf"
 
 
 def test_instances_are_scheduled_separately():

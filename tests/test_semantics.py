@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neuroncore_sim import dtypes as D
-from neuroncore_sim.values import semantics as S
+from neuroncore_sim.values.semantics import core as S
 from neuroncore_sim.config import TRN1
 from neuroncore_sim.errors import DTypeError, KernelError, ShapeError, UnsupportedError
 from neuroncore_sim.values.execute import Executor

@@ -218,17 +218,20 @@ def test_empty_slices_are_errors_at_the_slice():
 
 
 # --- nl.matmul in the user's terms (not those of its lowering) ----------------------------------
-def test_matmul_operand_in_psum_is_named_as_the_users_argument():
+def test_matmul_operand_in_hbm_is_named_as_the_users_argument():
+    """An HBM operand is refused in the user's terms; a PSUM one (an nl.transpose result, as
+    AWS's attention tutorial passes) is copied to SBUF first, as the compiler does."""
     def bad(a):
-        p = nl.zeros((128, 64), nl.float32, buffer=nl.psum)
-        nl.matmul(p, nl.load(a))  # BAD
+        nl.matmul(a, nl.load(a), transpose_x=True)  # BAD
 
     def good(a):
-        return store(nl.copy(nl.matmul(nl.load(a), nl.load(a), transpose_x=True)))
+        at = nl.transpose(nl.load(a))  # [64, 128] in PSUM
+        return store(nl.copy(nl.matmul(nl.load(a), at, transpose_x=False)))
 
     a = np.arange(128 * 64, dtype=F32).reshape(128, 64) / 1000
-    expect_error(MemorySpaceError, r"nl.matmul x: expected a tensor in sbuf, found psum", bad, a)
-    np.testing.assert_allclose(ncs.trace(good, a).outputs[0], a.T @ a, rtol=1e-5)
+    expect_error(MemorySpaceError, r"nl.matmul x: expected a tensor in sbuf or psum, found hbm",
+                 bad, a)
+    np.testing.assert_allclose(ncs.trace(good, a).outputs[0], a @ a.T, rtol=1e-5)
 
 
 def test_matmul_shapes_are_checked_as_x_at_y():

@@ -24,6 +24,7 @@ compiler optimises, not what a kernel computes, so they are accepted and change 
 
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Any, Callable
 
@@ -46,13 +47,23 @@ class DirectBuffer(nl.Buffer):
         return f"ncc.{self.name}"
 
 
-def _modulo(base: int, counts: tuple[int, ...], scale: int, idx: tuple[int, ...]) -> int:
-    """``base + scale * (row-major position of idx % counts in a grid of counts)``; empty
-    ``counts`` means one physical tile per dim (every block on the same tile)."""
+def _modulo(base: int, counts: tuple[int, ...], scale: int, idx: tuple[int, ...],
+            what: str = "") -> int:
+    """The reference's modulo allocation (``nki.compiler.sbuf.mod_alloc``, SDK 2.26):
+    ``base + scale * linearize(counts, idx % counts)``, pairing block dims and counts as
+    ``zip`` does; empty ``counts`` means one physical tile per block dim (every block on the
+    same tile). The docs ask for one count per block dim, but AWS's own tutorials pass ``(1,)``
+    for a tensor without block dims, which the reference formula accepts, so we do too."""
+    if not isinstance(counts, (tuple, list)) or not all(
+            isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n > 0
+            for n in counts):
+        raise _tracer.current().fail(
+            KernelError, f"{what}: expected a tuple of positive integer tile counts, found "
+            f"{counts!r}")
     counts = tuple(counts) or (1,) * len(idx)
     pos = 0
-    for i, n in zip(idx, counts):
-        pos = pos * int(n) + int(i) % int(n)
+    for d, (i, n) in enumerate(zip(idx, counts)):
+        pos += (int(i) % int(n)) * math.prod(int(c) for c in counts[d + 1:])
     return int(base) + pos * scale
 
 
@@ -78,8 +89,10 @@ class _SbufAllocator(_Allocator):
                   num_free_tiles: tuple[int, ...] = ()) -> DirectBuffer:
         """Modulo allocation from byte ``base_addr`` (and partition ``base_partition``)."""
         def func(idx: tuple[int, ...], pdim: int, fdim: int) -> tuple[int, int]:
-            return (_modulo(base_partition, num_par_tiles, pdim, idx),
-                    _modulo(base_addr, num_free_tiles, fdim, idx))
+            return (_modulo(base_partition, num_par_tiles, pdim, idx,
+                            "ncc.sbuf.mod_alloc num_par_tiles"),
+                    _modulo(base_addr, num_free_tiles, fdim, idx,
+                            "ncc.sbuf.mod_alloc num_free_tiles"))
         return DirectBuffer("sbuf.mod_alloc", MemSpace.SBUF, func)
 
 
@@ -89,14 +102,40 @@ class _PsumAllocator(_Allocator):
                   num_free_tiles: tuple[int, ...] = ()) -> DirectBuffer:
         """Modulo allocation over banks from ``base_bank`` (one tile per bank)."""
         def func(idx: tuple[int, ...], pdim: int, fdim: int) -> tuple[int, int, int]:
-            return (_modulo(base_bank, num_bank_tiles, 1, idx),
-                    _modulo(base_partition, num_par_tiles, pdim, idx),
-                    _modulo(base_addr, num_free_tiles, fdim, idx))
+            return (_modulo(base_bank, num_bank_tiles, 1, idx, "ncc.psum.mod_alloc num_bank_tiles"),
+                    _modulo(base_partition, num_par_tiles, pdim, idx,
+                            "ncc.psum.mod_alloc num_par_tiles"),
+                    _modulo(base_addr, num_free_tiles, fdim, idx,
+                            "ncc.psum.mod_alloc num_free_tiles"))
         return DirectBuffer("psum.mod_alloc", MemSpace.PSUM, func)
 
 
 sbuf = _SbufAllocator(nl.sbuf)
 psum = _PsumAllocator(nl.psum)
+
+
+_ALLOC_PARAMS = ("idx", "pdim_size", "fdim_size")
+
+
+def _allocation_call(tr: _tracer.Tracer, func: Any, what: str) -> Any:
+    """How to call an allocation function: by the documented keywords when it takes them (so
+    ``functools.partial(f, bank_map=...)`` of ``f(bank_map, idx, pdim_size, fdim_size)``
+    works), else positionally (``lambda i, p, f: ...``)."""
+    try:
+        sig = inspect.signature(func)
+    except (TypeError, ValueError):  # a builtin without a signature: positional
+        return func
+    try:
+        sig.bind(**dict(zip(_ALLOC_PARAMS, (0, 0, 0))))
+        return lambda idx, pdim, fdim: func(idx=idx, pdim_size=pdim, fdim_size=fdim)
+    except TypeError:
+        pass
+    try:
+        sig.bind(0, 0, 0)
+    except TypeError:
+        raise tr.fail(KernelError, f"{what}: the allocation function must take (idx, "
+                      f"pdim_size, fdim_size); found signature {sig}") from None
+    return func
 
 
 def placement(tr: _tracer.Tracer, buf: DirectBuffer, dims: tuple[int, ...], pa: int,
@@ -112,9 +151,10 @@ def placement(tr: _tracer.Tracer, buf: DirectBuffer, dims: tuple[int, ...], pa: 
     fdim = math.prod(dims[pa + 1:]) * itemsize
     arity = 2 if buf.space is MemSpace.SBUF else 3
     tiles = []
+    call = _allocation_call(tr, buf.func, what)
     for idx in np.ndindex(*dims[:pa]):
         idx = tuple(int(i) for i in idx)
-        loc = buf.func(idx, pdim, fdim)
+        loc = call(idx, pdim, fdim)
         if (not isinstance(loc, (tuple, list)) or len(loc) != arity
                 or not all(isinstance(v, (int, np.integer)) for v in loc)):
             form = "(start_partition, byte_addr)" if arity == 2 else \
@@ -140,9 +180,14 @@ def placement(tr: _tracer.Tracer, buf: DirectBuffer, dims: tuple[int, ...], pa: 
                           f"start at partition {' or '.join(map(str, allowed))}; found {part}")
         usable = cfg.sbuf_usable_bytes_per_partition
         if addr < 0 or addr + fdim > usable:
+            # (an allocator object kept across kernel calls keeps counting: the addresses are
+            # what the allocation function returned, as on the hardware)
             raise tr.fail(CapacityError, f"{what}: block {idx}: a tile of {fdim} bytes per "
                           f"partition at byte_addr {addr} ends at {addr + fdim}; expected it "
-                          f"within the {usable} usable SBUF bytes per partition")
+                          f"within the {usable} usable SBUF bytes per partition "
+                          f"({cfg.sbuf_bytes_per_partition} less the compiler's "
+                          f"{cfg.sbuf_reserved_bytes_per_partition}, NKI direct allocation "
+                          f"guide)")
         tiles.append((part, addr))
     return Placement(tuple(tiles), pdim, fdim)
 

@@ -72,17 +72,19 @@ class DynamicView:
             first = static.base[d] + sum(min(0, x) for x in steps)
             last = static.base[d] + sum(max(0, x) for x in steps)
             # offset v keeps dim d inside 0..size-1:  first + c v >= 0  and  last + c v <= size-1
-            a, b = Fraction(-first, c), Fraction(decl.shape[d] - 1 - last, c)
+            a, b = Fraction(-first, c), Fraction(static.dims[d] - 1 - last, c)
             a, b = (a, b) if c > 0 else (b, a)  # dividing by a negative c flips both bounds
             lo, hi = max(lo, math.ceil(a)), min(hi, math.floor(b))
         if lo > hi:
             raise _fail(AccessError, f"dynamic index: no offset keeps {decl.name} "
-                        f"{list(decl.shape)} in bounds for an access of shape {list(static.shape)}")
+                        f"{list(static.dims)} in bounds for an access of shape "
+                        f"{list(static.shape)}")
         lo, hi = int(lo), int(hi)
         base = tuple(b + c * lo for b, c in zip(static.base, self.delta))
         coefs = tuple((row[0], c) + row[1:] for row, c in zip(static.coefs, self.delta))
         shape = (static.shape[0], hi - lo + 1) + static.shape[1:]
-        return NkiTensor(decl, shape, static.dtype, base, coefs, static.space), lo
+        return NkiTensor(decl, shape, static.dtype, base, coefs, static.space,
+                         frame=static.frame), lo
 
 
 def dynamic_view(tensor: NkiTensor, key: tuple[Any, ...]) -> DynamicView:
@@ -104,7 +106,7 @@ def dynamic_view(tensor: NkiTensor, key: tuple[Any, ...]) -> DynamicView:
     if not any(delta):
         raise _fail(UnsupportedError, f"dynamic index on axis {a} of {list(tensor.shape)}: the "
                     "axis does not move the access (size 1 or broadcast)")
-    if delta[decl.partition_axis]:
+    if delta[static.pdim]:
         raise _fail(AccessError, f"dynamic index on axis {a}: expected a free axis, found the "
                     f"partition axis of {decl.name} (runtime offsets move along the free "
                     "dimension only)")
@@ -130,8 +132,9 @@ def _offset_tile(tile: Any) -> NkiTensor:
                     f"shape {list(tile.shape)}")
     if tile.ndim == 2:
         return tile
-    nd = len(tile.tensor.shape)
-    return NkiTensor(tile.decl, (1, 1), tile.dtype, tile.base, ((0, 0),) * nd, tile.space)
+    nd = len(tile.base)
+    return NkiTensor(tile.decl, (1, 1), tile.dtype, tile.base, ((0, 0),) * nd, tile.space,
+                     frame=tile.frame)
 
 
 def _copy_engine(engine: Any, what: str, *tiles: Any) -> Engine:

@@ -15,6 +15,17 @@ from ..errors import AccessError, SimulatorError, UnsupportedError
 from ..program.ir import Affine, Predicate
 
 
+class AttributeAccessError(UnsupportedError, AttributeError):
+    """An attribute NKI does not define (on a tensor or an index expression); also an
+    AttributeError, so ``hasattr`` and ``getattr(x, name, default)`` keep working."""
+
+
+def _defers(other: object) -> bool:
+    """True for operands whose own reflected operator handles an index expression (tiles make
+    runtime indices, split expressions their own arithmetic)."""
+    return type(other).__name__ in ("NkiTensor", "SplitExpr", "DynamicIndex")
+
+
 def _unsupported(message: str, cls: type[SimulatorError] = UnsupportedError) -> SimulatorError:
     """An error (UnsupportedError unless ``cls``) located at the kernel line when a kernel is
     being traced."""
@@ -88,9 +99,13 @@ class IndexExpr:
 
     def _combine(self, other: object, sign: int) -> IndexExpr:
         if _is_int(other):
-            return IndexExpr(self.const + sign * int(other), self.coefs, self.sizes)  # type: ignore[arg-type]
+            return IndexExpr(self.const + sign * int(other), self.coefs,  # type: ignore[arg-type]
+                             self.sizes)
         if not isinstance(other, IndexExpr):
-            return NotImplemented
+            if _defers(other):
+                return NotImplemented  # a tile or a split expression handles it
+            raise _unsupported(f"index expression arithmetic: expected an int or an index "
+                               f"expression, found {other!r} ({type(other).__name__})")
         ndim = max(self.ndim, other.ndim)
         a, b = self.aligned(ndim), other.aligned(ndim)
         sizes = []
@@ -125,17 +140,47 @@ class IndexExpr:
 
     __rmul__ = __mul__
 
-    def _nonaffine(self, *_: object) -> IndexExpr:
-        raise _unsupported("index expression: only +, - and * by an integer keep an index "
-                               "affine; //, % and / are not supported")
+    def __floordiv__(self, k: object) -> object:
+        """``e // k`` for a positive int ``k``: exact, over a split grid (index_split.py)."""
+        from .index_split import divmod_expr
+        return divmod_expr(self, k, "//")[0]
 
-    __floordiv__ = __mod__ = __truediv__ = __rfloordiv__ = __rmod__ = _nonaffine
+    def __mod__(self, k: object) -> object:
+        """``e % k`` for a positive int ``k``: exact, over a split grid (index_split.py)."""
+        from .index_split import divmod_expr
+        return divmod_expr(self, k, "%")[1]
+
+    def _nonaffine(self, *_: object) -> IndexExpr:
+        raise _unsupported("index expression: only +, -, * by an integer, and // and % by a "
+                           "positive integer are supported; / and an index expression as "
+                           "divisor are not")
+
+    __truediv__ = __rtruediv__ = __rfloordiv__ = __rmod__ = _nonaffine
+    __pow__ = __rpow__ = __abs__ = __invert__ = __lshift__ = __rshift__ = _nonaffine
+    __and__ = __rand__ = __or__ = __ror__ = __xor__ = __rxor__ = __matmul__ = _nonaffine
+
+    def __getattr__(self, name: str) -> object:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise _unsupported(f"index expression .{name}: expected shape or ndim (an index "
+                           f"expression is an nl.arange / nl.mgrid value)", AttributeAccessError)
 
     def _cmp(self, other: object, op: str) -> MaskExpr:
-        diff = self - other if isinstance(other, IndexExpr) or _is_int(other) else None
-        if diff is None:
+        if isinstance(other, (float, np.floating)) and np.isfinite(other):
+            # i < 2.5 is i < 3 for integer i (e.g. a bound written n / 2)
+            if other != int(other):
+                if op in ("==", "!="):
+                    raise _unsupported(f"index comparison {op} {other}: expected an integer "
+                                       f"bound, found a fraction")
+                other = int(np.ceil(other)) if op in ("<", ">=") else int(np.floor(other))
+            else:
+                other = int(other)
+        if isinstance(other, IndexExpr) or _is_int(other):
+            return MaskExpr("cmp", op, self - other, ())
+        if _defers(other):
             return NotImplemented  # type: ignore[return-value]
-        return MaskExpr("cmp", op, diff, ())
+        raise _unsupported(f"index comparison {op}: expected an int or an index expression, "
+                           f"found {other!r} ({type(other).__name__})")
 
     def __lt__(self, other: object) -> MaskExpr:
         return self._cmp(other, "<")
@@ -199,6 +244,17 @@ class DynamicIndex:
         return f"DynamicIndex({self.tile!r} + {self.expr!r})"
 
 
+def _is_bool(x: object) -> bool:
+    return isinstance(x, (bool, np.bool_))
+
+
+def _mask_operand(x: object, op: str) -> MaskExpr:
+    if not isinstance(x, MaskExpr):
+        raise _unsupported(f"mask {op}: expected a comparison of index expressions or a bool, "
+                           f"found {type(x).__name__}", AccessError)
+    return x
+
+
 class MaskExpr:
     """A predicate over index expressions: ``expr op 0`` or a combination with ``&``, ``|``,
     ``~``. Used as the ``mask=`` argument of instructions."""
@@ -209,18 +265,28 @@ class MaskExpr:
                  parts: tuple[MaskExpr, ...]) -> None:
         self.kind, self.op, self.expr, self.parts = kind, op, expr, parts
 
-    def __and__(self, other: MaskExpr) -> MaskExpr:
-        return MaskExpr("bool", "and", None, (self, other))
+    def __and__(self, other: object) -> MaskExpr | bool:
+        # a Python bool is a condition on loop indices, known here because loops are unrolled
+        # (`(i_f < n) & (i * 128 < rows)`): it keeps or drops the whole mask
+        if _is_bool(other):
+            return self if other else False
+        return MaskExpr("bool", "and", None, (self, _mask_operand(other, "&")))
 
-    def __or__(self, other: MaskExpr) -> MaskExpr:
-        return MaskExpr("bool", "or", None, (self, other))
+    def __or__(self, other: object) -> MaskExpr | bool:
+        if _is_bool(other):
+            return True if other else self
+        return MaskExpr("bool", "or", None, (self, _mask_operand(other, "|")))
+
+    __rand__ = __and__
+    __ror__ = __or__
 
     def __invert__(self) -> MaskExpr:
         return MaskExpr("bool", "not", None, (self,))
 
     def __bool__(self) -> bool:
-        raise _unsupported("a mask is a compile-time predicate over index expressions; "
-                               "combine masks with & and |, not 'and' / 'or' / 'if'")
+        # `a and b` / `a or b` as the reference examples write masks (mask_bool.py)
+        from .mask_bool import ask_bool
+        return ask_bool(self)
 
     @property
     def ndim(self) -> int:
@@ -237,6 +303,8 @@ class MaskExpr:
 
 def arange(*args: int) -> IndexExpr:
     """``nl.arange(stop)`` / ``nl.arange(start, stop[, step])``: a 1-D index expression."""
+    if not args or not all(_is_int(a) for a in args):
+        raise _unsupported(f"nl.arange: expected 1 to 3 integers, found {args!r}", AccessError)
     ints = [int(a) for a in args]
     if len(ints) == 1:
         start, stop, step = 0, ints[0], 1
@@ -250,15 +318,30 @@ def arange(*args: int) -> IndexExpr:
 
 class Grid(tuple):
     """The index expressions of ``nl.mgrid[...]``: unpack it (``i_p, i_f = nl.mgrid[...]``) or
-    use ``grid.p`` (partition axis) and ``grid.x`` (first free axis), as the NKI docs do."""
+    use ``grid.p`` (partition axis) and ``grid.x``, ``.y``, ``.z`` (free axes 1, 2, 3), as the
+    NKI docs and examples do."""
+
+    def _axis(self, a: int, name: str) -> IndexExpr:
+        if a >= len(self):
+            raise _unsupported(f"nl.mgrid .{name}: expected a grid of at least {a + 1} axes, "
+                               f"found {len(self)}", AccessError)
+        return self[a]
 
     @property
     def p(self) -> IndexExpr:
-        return self[0]
+        return self._axis(0, "p")
 
     @property
     def x(self) -> IndexExpr:
-        return self[1]
+        return self._axis(1, "x")
+
+    @property
+    def y(self) -> IndexExpr:
+        return self._axis(2, "y")
+
+    @property
+    def z(self) -> IndexExpr:
+        return self._axis(3, "z")
 
 
 class _MGrid:
@@ -271,7 +354,11 @@ class _MGrid:
         for axis, s in enumerate(slices):
             if not isinstance(s, slice):
                 raise _unsupported(f"nl.mgrid: expected slices, found {s!r}")
-            start, stop, step = s.start or 0, s.stop, s.step or 1
+            start, stop, step = (0 if s.start is None else s.start), s.stop, \
+                (1 if s.step is None else s.step)
+            if not all(_is_int(v) for v in (start, stop, step)) or step == 0:
+                raise _unsupported(f"nl.mgrid: expected integer bounds and a nonzero step, "
+                                   f"found {s!r}", AccessError)
             n = max(0, -(-(stop - start) // step))
             coefs = tuple(step if a == axis else 0 for a in range(ndim))
             sizes = tuple(n if a == axis else 1 for a in range(ndim))
@@ -288,3 +375,18 @@ def ds(start: int, size: int) -> slice:
         raise _unsupported(f"nl.ds: expected an integer start >= 0 and size >= 1, found start "
                            f"{start!r}, size {size!r}", AccessError)
     return slice(int(start), int(start) + int(size))
+
+
+def permuted_mask(mask: object, order: list[int], ndim: int) -> object:
+    """``mask`` over an ``ndim``-axis grid with its axes reordered (axis k of the result is
+    axis ``order[k]``): the mask of an operand whose access pattern was reordered."""
+    if not isinstance(mask, MaskExpr):
+        return mask  # True / False / None
+    if mask.ndim > ndim:
+        return mask  # too many axes: mask_box reports it
+    if mask.expr is not None:
+        e = mask.expr.aligned(ndim)
+        return MaskExpr(mask.kind, mask.op, IndexExpr(e.const, tuple(e.coefs[a] for a in order),
+                                                      tuple(e.sizes[a] for a in order)), ())
+    return MaskExpr(mask.kind, mask.op, None,
+                    tuple(permuted_mask(p, order, ndim) for p in mask.parts))

@@ -92,7 +92,8 @@ def indirect_view(t: NkiTensor, key: tuple[Any, ...]) -> IndirectView:
         coefs = row.coefs
     # Axis 0 of the table region walks every row of the indexed dim (coefficient 1 on dim 0).
     coefs = tuple((1 if d == 0 else 0,) + c for d, c in enumerate(coefs))
-    table = NkiTensor(t.decl, (t.decl.shape[0],) + tuple(free), t.dtype, row.base, coefs, t.space)
+    table = NkiTensor(t.decl, (t.dims[0],) + tuple(free), t.dtype, row.base, coefs, t.space,
+                      frame=t.frame)
     return IndirectView(table, idx)
 
 

@@ -19,8 +19,10 @@ from ..errors import DTypeError, KernelError, MemorySpaceError, ShapeError, Unsu
 from ..program.ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
 from .indexing import IndexExpr, MaskExpr
+from .mask_bool import resolve as resolve_mask
 from .operands import fail as _fail, require_tile as _tile
 from .operands import engine_arg, issue, op_name, scalar_value, shape_arg
+from .broadcast import per_partition, relabel, same_layout
 from . import rng as _rng
 from .tensor import NkiTensor
 
@@ -89,15 +91,6 @@ def _out_dtype(dtype: Any, *inputs: np.dtype) -> np.dtype:
     return out
 
 
-def _pcol(x: Any, data: NkiTensor, what: str) -> NkiTensor:
-    """A per-partition [P, 1] operand tile, checked against ``data``'s partitions."""
-    t = _tile(x, what)
-    if len(t.shape) < 1 or t.shape[0] != data.shape[0] or any(n != 1 for n in t.shape[1:]):
-        raise _fail(ShapeError, f"{what}: expected shape [{data.shape[0]}, 1], found "
-                    f"{list(t.shape)}")
-    return t.with_shape((t.shape[0],) + (1,) * (len(data.shape) - 1))
-
-
 def _no_gpsimd_psum(eng: Engine, what: str, *tiles: NkiTensor) -> None:
     if eng is Engine.GPSIMD and any(t.space is MemSpace.PSUM for t in tiles):
         raise _fail(MemorySpaceError, f"{what}: GpSimd cannot access PSUM; expected SBUF "
@@ -117,7 +110,7 @@ def _no_float_bitvec(what: str, names: tuple[Any, ...], *tiles: NkiTensor) -> No
 
 def _scalar_or_tile(x: Any, data: NkiTensor, what: str, srcs: dict, role: str) -> float | None:
     if isinstance(x, NkiTensor):
-        srcs[role] = _pcol(x, data, f"{what} {role}")
+        srcs[role] = per_partition(x, data, f"{what} {role}")
         return None
     return scalar_value(x, f"{what} {role}")
 
@@ -216,7 +209,7 @@ def _activation(what: str, opcode: Opcode, op: Any, data: Any, bias: Any, scale:
     if isinstance(bias, (int, float, np.number)):
         raise v3_error(f"{what} with a scalar bias")  # NC-v2: bias is a [P, 1] tile
     if bias is not None:
-        srcs["bias"] = _pcol(bias, d, f"{what} bias")
+        srcs["bias"] = per_partition(bias, d, f"{what} bias")
     scale_value = _scalar_or_tile(scale, d, what, srcs, "scale")
     extra = {}
     cmd_name = getattr(cmd, "value", cmd)
@@ -232,7 +225,7 @@ def _activation(what: str, opcode: Opcode, op: Any, data: Any, bias: Any, scale:
         red = op_name(reduce_op if reduce_op is not None else "add", f"{what} reduce_op",
                       frozenset({"add"}))  # NeuronCore-v2 reduces with add only [ARCH]
     if reduce_res is not None:
-        extra["reduce_res"] = _pcol(reduce_res, d, f"{what} reduce_res")
+        extra["reduce_res"] = per_partition(reduce_res, d, f"{what} reduce_res")
     attrs = {"op": name, "scale": scale_value, "reduce_op": red, "reduce_cmd": cmd_name}
     return issue(what, opcode, Engine.SCALAR, d.shape, _out_dtype(dtype, d.dtype), srcs, attrs,
                  mask=mask, extra_dsts=extra)
@@ -246,19 +239,27 @@ def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: A
     a, b = _tile(data1, f"{what} data1"), _tile(data2, f"{what} data2")
     name = op_name(op, f"{what} op", ops.BINARY_OPS)
     if a.shape != b.shape:
-        raise _fail(ShapeError, f"{what}: operands must have the same shape; expected "
-                    f"{list(a.shape)}, found {list(b.shape)}")
+        if not same_layout(a.shape, b.shape):
+            raise _fail(ShapeError, f"{what}: operands must have the same shape; expected "
+                        f"{list(a.shape)}, found {list(b.shape)} (an instruction does not "
+                        f"broadcast; nl element-wise functions do)")
+        b = relabel(b, a.shape)  # [P] and [P, 1]: the same elements
     if a.space is MemSpace.PSUM and b.space is MemSpace.PSUM:
         raise _fail(MemorySpaceError, f"{what}: at most one operand may be in psum, found two")
     _no_float_bitvec(what, (name,), a, b)
     eng = engine_arg(engine, what)
+    picked = eng is None
     if eng is None:  # [SHARED] power and int32 add/multiply/subtract run on GpSimd
         int_arith = (dtype_name(a.dtype) == "int32" and dtype_name(b.dtype) == "int32"
                      and name in ("add", "multiply", "subtract"))
         eng = Engine.GPSIMD if (name == "power" or int_arith) else Engine.VECTOR
     _no_gpsimd_psum(eng, what, a, b)
-    return issue(what, Opcode.TENSOR_TENSOR, eng, a.shape, _out_dtype(dtype, a.dtype, b.dtype),
-                 {"data1": a, "data2": b}, {"op": name}, mask=mask)
+    out = issue(what, Opcode.TENSOR_TENSOR, eng, a.shape, _out_dtype(dtype, a.dtype, b.dtype),
+                {"data1": a, "data2": b}, {"op": name}, mask=mask)
+    pending = _tracer.current(what).pending
+    if picked and pending is not None and pending.result is out:
+        pending.engine_fixed = False  # a PSUM destination gets a VectorE copy (assign)
+    return out
 
 
 def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False, op1: Any = None,
@@ -289,8 +290,10 @@ def scalar_tensor_tensor(*, data: Any, op0: Any, operand0: Any, op1: Any, operan
     what = "scalar_tensor_tensor"
     d, t1 = _tile(data, f"{what} data"), _tile(operand1, f"{what} operand1")
     if t1.shape != d.shape:
-        raise _fail(ShapeError, f"{what} operand1: expected shape {list(d.shape)}, found "
-                    f"{list(t1.shape)}")
+        if not same_layout(t1.shape, d.shape):
+            raise _fail(ShapeError, f"{what} operand1: expected shape {list(d.shape)}, found "
+                        f"{list(t1.shape)}")
+        t1 = relabel(t1, d.shape)
     if d.space is MemSpace.PSUM and t1.space is MemSpace.PSUM:
         raise _fail(MemorySpaceError, f"{what}: data and operand1 cannot both be in psum")
     srcs: dict[str, NkiTensor] = {"data": d}
@@ -313,7 +316,7 @@ def tensor_scalar_reduce(*, data: Any, op0: Any, operand0: Any, reduce_op: Any, 
              "operand0": _scalar_or_tile(operand0, d, what, srcs, "operand0"),
              "reverse0": bool(reverse0),
              "reduce_op": op_name(reduce_op, f"{what} reduce_op", ops.REDUCE_OPS)}
-    extra = {"reduce_res": _pcol(reduce_res, d, f"{what} reduce_res")}
+    extra = {"reduce_res": per_partition(reduce_res, d, f"{what} reduce_res")}
     return issue(what, Opcode.TENSOR_SCALAR_REDUCE, Engine.VECTOR, d.shape,
                  _out_dtype(dtype, d.dtype), srcs, attrs, mask=mask, extra_dsts=extra)
 
@@ -334,11 +337,15 @@ def tensor_reduce(op: Any, data: Any, axis: Any, *, mask: Any = None, dtype: Any
                     f"{list(axes)}")
     if keepdims:
         shape = tuple(1 if a in axes else n for a, n in enumerate(d.shape))
+        out_axes = tuple(None if a in axes else a for a in range(d.ndim))
     else:
         shape = tuple(n for a, n in enumerate(d.shape) if a not in axes)
+        out_axes = tuple(a for a in range(d.ndim) if a not in axes)
+    # the mask ranges over the data's axes (the reduced ones too), as the NKI docs define it
     return issue(what, Opcode.TENSOR_REDUCE, Engine.VECTOR, shape, _out_dtype(dtype, d.dtype),
                  {"data": d}, {"op": name, "axes": axes, "negate": bool(negate),
-                               "keepdims": bool(keepdims)}, mask=mask)
+                               "keepdims": bool(keepdims)}, mask=mask, mask_shape=d.shape,
+                 out_axes=out_axes)
 
 
 def tensor_tensor_scan(data0: Any, data1: Any, initial: Any, op0: Any, op1: Any,
@@ -395,10 +402,14 @@ def affine_select(pred: Any, on_true_tile: Any, on_false_value: Any, *, mask: An
     """``pred ? on_true_tile : on_false_value`` for a compile-time affine predicate (GpSimd)."""
     what = "affine_select"
     t = _tile(on_true_tile, f"{what} on_true_tile")
+    pred = resolve_mask(pred)  # `a and b` written as the predicate (mask_bool.py)
     if not isinstance(pred, MaskExpr):
         raise _fail(KernelError, f"{what} pred: expected a comparison of index expressions, "
                     f"found {type(pred).__name__}")
-    _no_gpsimd_psum(Engine.GPSIMD, what, t)
+    if t.space is MemSpace.PSUM:
+        # GpSimd cannot read PSUM (arch.md 1.4), yet NKI's attention kernels select straight
+        # from PSUM scores: the compiler has to stage them in SBUF, a VectorE copy here
+        t = tensor_copy(t, mask=mask)
     return issue(what, Opcode.AFFINE_SELECT, Engine.GPSIMD, t.shape, _out_dtype(dtype, t.dtype),
                  {"on_true": t}, {"pred": pred.to_predicate(t.ndim),
                                   "on_false_value": scalar_value(on_false_value, what)}, mask=mask)
@@ -420,7 +431,7 @@ def bn_stats(data: Any, *, mask: Any = None, dtype: Any = None) -> NkiTensor:
         raise _fail(ShapeError, f"{what} data: expected [P, N] with N <= {fmax}, found "
                     f"{list(d.shape)}")
     return issue(what, Opcode.BN_STATS, Engine.VECTOR, (d.shape[0], 6),
-                 _out_dtype(dtype, d.dtype), {"data": d}, {}, mask=mask)
+                 _out_dtype(dtype, d.dtype), {"data": d}, {}, mask=mask, mask_shape=d.shape)
 
 
 def bn_aggr(data: Any, *, mask: Any = None, dtype: Any = None) -> NkiTensor:
@@ -431,7 +442,7 @@ def bn_aggr(data: Any, *, mask: Any = None, dtype: Any = None) -> NkiTensor:
         raise _fail(ShapeError, f"{what} data: expected [P, 6*k] bn_stats results, found "
                     f"{list(d.shape)}")
     return issue(what, Opcode.BN_AGGR, Engine.VECTOR, (d.shape[0], 2), _out_dtype(dtype, d.dtype),
-                 {"data": d}, {}, mask=mask)
+                 {"data": d}, {}, mask=mask, mask_shape=d.shape)
 
 
 # --- DMA -------------------------------------------------------------------------------------

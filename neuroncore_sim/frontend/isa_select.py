@@ -20,6 +20,7 @@ from ..program.ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
 from .operands import fail as _fail, require_tile as _tile
 from .operands import issue, issue_into, mask_box, op_name, operand, scalar_value
+from .broadcast import per_partition
 from .tensor import NkiTensor
 
 #: Public names re-exported as ``nki.isa.<name>``.
@@ -168,11 +169,7 @@ def select_reduce(*, dst: Any, predicate: Any, on_true: Any, on_false: Any,
 
 def _column(x: Any, ref: NkiTensor, what: str) -> NkiTensor:
     """A per-partition [P, 1] tile for ``ref``."""
-    t = _tile(x, what)
-    if t.shape[:1] != ref.shape[:1] or _free(t) != 1:
-        raise _fail(ShapeError, f"{what}: expected shape [{ref.shape[0]}, 1], found "
-                    f"{list(t.shape)}")
-    return t
+    return per_partition(x, ref, what)
 
 
 def range_select(*, on_true_tile: Any, comp_op0: Any, comp_op1: Any, bound0: Any, bound1: Any,
@@ -252,9 +249,9 @@ def max8(*, src: Any, mask: Any = None, dtype: Any = None) -> NkiTensor:
     """The 8 largest values of each partition, descending, as [P, 8] (VectorE, N cycles)."""
     what = "max8"
     s = _topk_data(src, f"{what} src")
-    _no_mask(mask, what)
     out_dtype = s.dtype if dtype is None else to_dtype(dtype, f"{what} dtype")
-    return issue(what, Opcode.MAX8, Engine.VECTOR, (s.shape[0], 8), out_dtype, {"src": s}, {})
+    return issue(what, Opcode.MAX8, Engine.VECTOR, (s.shape[0], 8), out_dtype, {"src": s}, {},
+                 mask=mask, mask_shape=s.shape)
 
 
 def nc_find_index8(*, data: Any, vals: Any, mask: Any = None, dtype: Any = None) -> NkiTensor:
@@ -263,13 +260,12 @@ def nc_find_index8(*, data: Any, vals: Any, mask: Any = None, dtype: Any = None)
     what = "nc_find_index8"
     d = _topk_data(data, f"{what} data")
     v = _eight(vals, d, f"{what} vals")
-    _no_mask(mask, what)
     out_dtype = to_dtype("uint32" if dtype is None else dtype, f"{what} dtype")
     if dtype_name(out_dtype) not in ("uint16", "uint32"):
         raise _fail(DTypeError, f"{what} dtype: expected uint16 or uint32, found "
                     f"{dtype_name(out_dtype)}")
     return issue(what, Opcode.NC_FIND_INDEX8, Engine.VECTOR, (d.shape[0], 8), out_dtype,
-                 {"data": d, "vals": v}, {})
+                 {"data": d, "vals": v}, {}, mask=mask, mask_shape=d.shape)
 
 
 def nc_match_replace8(*, data: Any, vals: Any, imm: Any, dst_idx: Any = None, mask: Any = None,
@@ -279,7 +275,6 @@ def nc_match_replace8(*, data: Any, vals: Any, imm: Any, dst_idx: Any = None, ma
     what = "nc_match_replace8"
     d = _topk_data(data, f"{what} data", lo=1)
     v = _eight(vals, d, f"{what} vals")
-    _no_mask(mask, what)
     extra = {}
     if dst_idx is not None:
         extra["dst_idx"] = _eight(dst_idx, d, f"{what} dst_idx", max_dims=5)
@@ -289,7 +284,7 @@ def nc_match_replace8(*, data: Any, vals: Any, imm: Any, dst_idx: Any = None, ma
     out_dtype = d.dtype if dtype is None else to_dtype(dtype, f"{what} dtype")
     return issue(what, Opcode.NC_MATCH_REPLACE8, Engine.VECTOR, d.shape, out_dtype,
                  {"data": d, "vals": v}, {"imm": float(scalar_value(imm, f"{what} imm"))},
-                 extra_dsts=extra)
+                 extra_dsts=extra, mask=mask)
 
 
 # --- cross-partition shuffle (VectorE) and sequence bounds (GpSimd) -------------------------------

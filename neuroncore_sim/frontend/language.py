@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
-from ..errors import CapacityError, KernelError, ShapeError, UnsupportedError
+from ..errors import CapacityError, KernelError, MemorySpaceError, ShapeError, UnsupportedError
 from ..program.ir import Engine, MemSpace, Opcode
 from . import isa as nisa
 from . import tracer as _tracer
@@ -25,8 +25,11 @@ from .gather import gather_flattened, loop_reduce  # noqa: F401
 from .indirect import atomic_rmw  # noqa: F401  (nl.atomic_rmw)
 from .rng import nl_dropout as dropout, rand, random_seed  # noqa: F401
 from .nlmath import *  # noqa: F401,F403  (the element-wise / reduction surface)
-from .nlmath import binary, copy_op  # noqa: F401
-from .operands import ON_CHIP, checked_access, issue_into, operand, scalar_value, shape_arg
+from .nlmath import binary, copy_op, partition_broadcast  # noqa: F401
+from .broadcast import (broadcast_error, common_shape, expand, padded, relabel,
+                        same_layout)
+from .operands import (ON_CHIP, checked_access, dropped, issue_into, operand, scalar_value,
+                       shape_arg, start_partition_error)
 from .tensor import NkiTensor
 
 # --- dtypes -------------------------------------------------------------------------------------
@@ -160,7 +163,14 @@ def full(shape: Any, fill_value: Any, dtype: Any, *, buffer: Any = None, name: s
                              values=values)
         return NkiTensor.whole(decl)
     t = ndarray(shape, dtype, buffer=buf, name=name)
-    assign(t, fill_value)
+    pa = t.decl.partition_axis
+    if pa == 0 or math.prod(t.shape[:pa]) == 1:
+        assign(t, fill_value)
+        return t
+    # Block dims are logical tiles (the compiler allocates each on its own, docs/model.md):
+    # one memset per tile, as an ISA instruction addresses one (partition, free) tile.
+    for idx in np.ndindex(*t.shape[:pa]):
+        assign(t[tuple(int(i) for i in idx)], fill_value)
     return t
 
 
@@ -199,20 +209,41 @@ def shared_constant(constant: Any, dtype: Any = None, **_: Any) -> NkiTensor:
 # --- assignment and accumulation (the targets of t[...] = x and t += x) -------------------------
 def _same_region(a: NkiTensor, b: NkiTensor) -> bool:
     return (a.decl is b.decl and a.shape == b.shape and a.base == b.base
-            and a.coefs == b.coefs)
+            and a.coefs == b.coefs and a.frame == b.frame)
 
 
 def assign(target: NkiTensor, value: Any) -> None:
-    """``target[...] = value``: write an instruction's result directly, copy, or memset."""
+    """``target[...] = value``: write an instruction's result directly, copy, or memset.
+
+    Shapes meet by partition-aligned broadcasting (broadcast.py): a [P] result fills a [P, 1]
+    slot, a [P, 1] tile fills the free axes of a [P, F] one; a single element (``t[i, j]``) is
+    a [1, 1] region.
+    """
     tr = _tracer.current("tile assignment")
+    if target.ndim == 0:
+        target = relabel(target, (1, 1))
     if not isinstance(value, NkiTensor):
         v = scalar_value(value, "assignment value")
-        issue_into("memset", Opcode.MEMSET, Engine.VECTOR, target.partition_first(), {},
-                   {"value": v},
+        dst = target.partition_first()
+        if dst.space is MemSpace.SBUF and start_partition_error(dst.access()):
+            # t[i, j] = 5 on a partition an engine access cannot start at (arch.md 1.5): a
+            # memset at partition 0 and an SBUF-to-SBUF DMA into place (DMAs are exempt)
+            dma_move("assignment", dst, nisa.memset(dst.shape, v, dst.dtype), None, None)
+            return
+        issue_into("memset", Opcode.MEMSET, Engine.VECTOR, dst, {}, {"value": v},
                    dst_spaces=(MemSpace.SBUF, MemSpace.PSUM))
         return
+    if value.decl is not None and value.decl in dropped(tr):
+        return  # the result of an instruction its mask dropped: nothing to write
     op = tr.pending if tr.pending is not None and tr.pending.result is value else None
-    if op is not None and _can_write(op.engine, target.space) and value.shape == target.shape:
+    if (op is not None and op.engine is Engine.GPSIMD and op.engine_fixed
+            and target.space is MemSpace.PSUM):
+        raise tr.fail(MemorySpaceError, f"assignment of a GpSimd {op.opcode.value} result: "
+                      f"GpSimd cannot access PSUM; expected an SBUF destination, found psum "
+                      f"tile {target.tensor.name}")
+    if (op is not None and _can_write(op.engine, target.space)
+            and (value.shape == target.shape or same_layout(value.shape, target.shape))):
+        target = relabel(target, value.shape)  # the instruction's own shape, same elements
         tr.take_pending(value)
         tr.complete(op, checked_access(tr, target.shrink(op.box), "assignment target", "",
                                        (MemSpace.SBUF, MemSpace.PSUM, MemSpace.HBM), op.engine))
@@ -223,7 +254,19 @@ def assign(target: NkiTensor, value: Any) -> None:
     if target.space is MemSpace.HBM or value.space is MemSpace.HBM:
         dma_move("assignment", target, value, None, None)
         return
-    src = value.with_shape(target.shape) if value.shape != target.shape else value
+    on_one = target.partition_first()
+    if on_one.ndim != target.ndim:  # t[i, j] = x[...]: one partition's elements, kept as [1, ..]
+        target = on_one
+        value = value.partition_first() if value.ndim + 1 == target.ndim else value
+    if same_layout(value.shape, target.shape):
+        src = relabel(value, target.shape)
+    else:
+        shape = common_shape(value.shape, target.shape)
+        if shape is None or shape != padded(target.shape, len(shape)):
+            raise broadcast_error("assignment", value.shape, target.shape)
+        if padded(value.shape, 1)[0] != target.shape[0]:  # one partition to many: moves data
+            value = partition_broadcast(value, (target.shape[0],) + value.shape[1:])
+        src = expand(value, target.shape, "assignment")
     issue_into("tensor_copy", Opcode.TENSOR_COPY, Engine.VECTOR, target, {"src": src}, {})
 
 
@@ -240,6 +283,8 @@ def _can_write(engine: Engine, space: MemSpace) -> bool:
 def accumulate(target: NkiTensor, value: Any, op: str) -> NkiTensor:
     """``target += value``: PSUM accumulation of a matmul, else an element-wise op in place."""
     tr = _tracer.current("in-place operator")
+    if isinstance(value, NkiTensor) and value.decl is not None and value.decl in dropped(tr):
+        return target  # `acc += instr(..., mask=False)`: the instruction was dropped
     pending = tr.pending
     if (op == "add" and pending is not None and pending.result is value
             and pending.opcode is Opcode.NC_MATMUL and target.space is MemSpace.PSUM
@@ -268,9 +313,13 @@ def transpose(x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> NkiTe
 def matmul(x: Any, y: Any, *, transpose_x: bool = False, mask: Any = None,
            **_: Any) -> NkiTensor:
     """``x @ y`` on TensorE. Without ``transpose_x`` the compiler first transposes ``x`` on
-    TensorE and copies it back to SBUF, as the NKI docs describe."""
+    TensorE and copies it back to SBUF, as the NKI docs describe. An operand in PSUM (the
+    result of ``nl.transpose`` or of another ``nl.matmul``) is first copied to SBUF on VectorE,
+    as the compiler does for ``nl`` calls (TensorE reads only SBUF; docs/frontend.md)."""
     for t, name in ((x, "x"), (y, "y")):  # before the lowering, in the user's terms
-        operand(t, f"nl.matmul {name}", (MemSpace.SBUF,))
+        operand(t, f"nl.matmul {name}", (MemSpace.SBUF, MemSpace.PSUM))
+    x = nisa.tensor_copy(x) if x.space is MemSpace.PSUM else x
+    y = nisa.tensor_copy(y) if y.space is MemSpace.PSUM else y
     k = x.shape[0] if transpose_x else x.shape[-1]
     if x.ndim != 2 or y.ndim != 2 or y.shape[0] != k:
         form = "x.T @ y (transpose_x=True)" if transpose_x else "x @ y"
@@ -363,23 +412,50 @@ def num_programs(axes: Any = None) -> int:
     return int(np.prod([grid[int(a)] if int(a) < len(grid) else 1 for a in axes]))
 
 
-class nc:  # noqa: N801
+def _grid_size(n: Any, what: str) -> int:
+    """A grid dim size: a positive int, an ``nl.nc`` or an ``nl.spmd_dim``."""
+    size = n.size if isinstance(n, (nc, spmd_dim)) else n
+    if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)) \
+            or int(size) < 1:
+        msg = f"{what}: expected a positive int, nl.nc(n) or nl.spmd_dim(...), found {n!r}"
+        tr = _tracer.active_or_none()
+        raise tr.fail(KernelError, msg) if tr is not None else KernelError(msg)
+    return int(size)
+
+
+class _GridDim:
+    """Product of grid dims: ``nl.nc(2) * 2`` is ``nl.spmd_dim(nl.nc(2), 2)`` and
+    ``2 * nl.nc(2)`` is ``nl.spmd_dim(2, nl.nc(2))`` (the docs' syntactic sugar)."""
+
+    size: int
+
+    def __mul__(self, other: Any) -> spmd_dim:
+        return spmd_dim(self, other)
+
+    def __rmul__(self, other: Any) -> spmd_dim:
+        return spmd_dim(other, self)
+
+
+class nc(_GridDim):  # noqa: N801
     """``nl.nc(n)``: a grid dim spread over n physical NeuronCores; simulated as a plain grid
-    dim of size n (instances run one after another on one core)."""
+    dim of size n (instances run one after another on one core, so which core runs which
+    instance changes no result)."""
 
     def __init__(self, n: int) -> None:
-        self.size = int(n)
+        self.size = _grid_size(n, "nl.nc")
 
     def __repr__(self) -> str:
         return f"nl.nc({self.size})"
 
 
-class spmd_dim:  # noqa: N801
+class spmd_dim(_GridDim):  # noqa: N801
     """``nl.spmd_dim(nl.nc(2), 2)``: a grid dim whose size is the product of its parts."""
 
     def __init__(self, *parts: Any) -> None:
+        if not parts:
+            _grid_size(None, "nl.spmd_dim")
         self.parts = parts
-        self.size = int(np.prod([int(getattr(p, "size", p)) for p in parts]))
+        self.size = int(np.prod([_grid_size(p, "nl.spmd_dim") for p in parts]))
 
     def __repr__(self) -> str:
         return f"nl.spmd_dim({', '.join(map(repr, self.parts))})"

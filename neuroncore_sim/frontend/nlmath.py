@@ -3,7 +3,9 @@
 Lowering policy (the compiler's choice is not documented; docs/model.md records ours):
 - tile (op) tile of one shape -> ``tensor_tensor`` on VectorE (GpSimd for power / int32
   arithmetic, as the ALU table says);
-- tile (op) scalar or per-partition [P, 1] tile -> ``tensor_scalar`` on VectorE;
+- tile (op) scalar or per-partition [P, 1] / [P] tile -> ``tensor_scalar`` on VectorE;
+- shapes meet partition-aligned (broadcast.py); a one-partition operand is first copied to all
+  partitions (:func:`partition_broadcast`: TensorE for floats, a DMA otherwise);
 - transcendental / unary functions -> ``activation`` on ScalarE;
 - reductions over free axes -> ``tensor_reduce`` on VectorE;
 - ``softmax``, ``rms_norm``, ``mean``, ``var`` -> short sequences of the above.
@@ -12,14 +14,21 @@ Lowering policy (the compiler's choice is not documented; docs/model.md records 
 from __future__ import annotations
 
 import builtins
+import itertools
 import math
 from typing import Any
 
-from ..dtypes import float32, is_float, promote, promote_scalar, to_dtype
+import numpy as np
+
+from ..dtypes import cast, float32, is_float, promote, promote_scalar, to_dtype
 from ..errors import KernelError, MemorySpaceError, ShapeError, UnsupportedError
 from ..program.ir import MemSpace
 from . import isa as nisa
 from . import tracer as _tracer
+from .broadcast import broadcast_error, common_shape, expand, padded, relabel
+from .dma import dma_move
+from .indexing import permuted_mask
+from .mask_bool import resolve as resolve_mask
 from .operands import nki_op, shape_arg
 from .tensor import NkiTensor
 
@@ -47,14 +56,21 @@ def _check_on_chip(t: NkiTensor, what: str) -> None:
             "(load it with nl.load first)")
 
 
-def _is_column(t: NkiTensor, other: NkiTensor) -> bool:
-    return (t.ndim == other.ndim and t.shape[0] == other.shape[0]
-            and builtins.all(n == 1 for n in t.shape[1:])
-            and builtins.any(n != 1 for n in other.shape[1:]))
+def _is_column(t: NkiTensor, shape: tuple[int, ...]) -> bool:
+    """True when ``t`` holds one value per partition of a ``shape`` with free elements."""
+    return builtins.all(n == 1 for n in t.shape[1:]) and builtins.any(n != 1 for n in shape[1:])
+
+
+def _aligned(t: NkiTensor, shape: tuple[int, ...]) -> NkiTensor:
+    """``t`` on ``shape``'s partitions (copied there when it has one) and with its rank."""
+    if padded(t.shape, 1)[0] != shape[0]:
+        t = partition_broadcast(t, (shape[0],) + t.shape[1:])
+    return relabel(t, padded(t.shape, len(shape)))
 
 
 def binary(name: str, x: Any, y: Any, dtype: Any = None, mask: Any = None) -> Any:
-    """``x (name) y`` for tiles and scalars, with NKI broadcasting and type promotion."""
+    """``x (name) y`` for tiles and scalars, with NKI's partition-aligned broadcasting
+    (broadcast.py) and type promotion."""
     xt, yt = isinstance(x, NkiTensor), isinstance(y, NkiTensor)
     if not xt and not yt:
         raise _tracer.current(f"nl.{name}").fail(
@@ -70,33 +86,21 @@ def binary(name: str, x: Any, y: Any, dtype: Any = None, mask: Any = None) -> An
             y = nisa.tensor_copy(y)
         if x.shape == y.shape:
             return nisa.tensor_tensor(x, y, name, dtype=out, mask=mask)
-        if _is_column(y, x):
+        shape = common_shape(x.shape, y.shape)
+        if shape is None:
+            raise broadcast_error(f"nl.{name}", x.shape, y.shape)
+        x, y = _aligned(x, shape), _aligned(y, shape)
+        if _is_column(y, shape):
             return nisa.tensor_scalar(x, name, y, dtype=out, mask=mask)
-        if _is_column(x, y):
+        if _is_column(x, shape):
             return nisa.tensor_scalar(y, name, x, reverse0=name not in _COMMUTATIVE, dtype=out,
                                       mask=mask)
-        return nisa.tensor_tensor(*_broadcast(x, y, name), name, dtype=out, mask=mask)
+        what = f"nl.{name}"
+        return nisa.tensor_tensor(expand(x, shape, what), expand(y, shape, what), name,
+                                  dtype=out, mask=mask)
     tile, scalar, reverse = (x, y, False) if xt else (y, x, name not in _COMMUTATIVE)
     out = dtype if dtype is not None else promote_scalar(tile.dtype, scalar)
     return nisa.tensor_scalar(tile, name, scalar, reverse0=reverse, dtype=out, mask=mask)
-
-
-def _broadcast(x: NkiTensor, y: NkiTensor, name: str) -> tuple[NkiTensor, NkiTensor]:
-    if x.ndim != y.ndim:
-        raise _tracer.current().fail(ShapeError, f"nl.{name}: operands must have the same number "
-                                     f"of dims; found {list(x.shape)} and {list(y.shape)}")
-    shape = []
-    for a, b in zip(x.shape, y.shape):
-        if a != b and 1 not in (a, b):
-            raise _tracer.current().fail(ShapeError, f"nl.{name}: shapes {list(x.shape)} and "
-                                         f"{list(y.shape)} do not broadcast")
-        shape.append(builtins.max(a, b))
-    if x.shape[0] != y.shape[0]:
-        raise _tracer.current().fail(
-            UnsupportedError, f"nl.{name}: broadcasting along the partition dim ({list(x.shape)}"
-            f" with {list(y.shape)}) is not supported yet; give both operands "
-            f"{shape[0]} partitions")
-    return x.with_shape(tuple(shape)), y.with_shape(tuple(shape))
 
 
 def _make_binary(name: str) -> Any:
@@ -176,7 +180,30 @@ def _reduce(name: str, x: Any, axis: Any, dtype: Any, keepdims: bool, mask: Any)
         raise _tracer.current().fail(KernelError, f"nl reduction: expected a tile, found "
                                      f"{type(x).__name__}")
     _check_on_chip(x, f"nl reduction ({name})")
+    given = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    if builtins.all(isinstance(a, (int, np.integer)) and -x.ndim <= a < x.ndim for a in given):
+        axes = sorted({int(a) % x.ndim for a in given})
+        if axes and axes[0] >= 1 and axes != list(range(axes[0], axes[0] + len(axes))):
+            return _reduce_apart(name, x, axes, dtype, keepdims, mask)
     return nisa.tensor_reduce(name, x, axis, dtype=dtype, keepdims=keepdims, mask=mask)
+
+
+def _reduce_apart(name: str, x: NkiTensor, axes: list[int], dtype: Any, keepdims: bool,
+                  mask: Any) -> NkiTensor:
+    """A reduction over free axes that are not adjacent (``axis=[2, 4]``, as average pooling
+    does): tensor_reduce needs consecutive axes, so the operand's access pattern lists the
+    reduced axes last (a free reordering of its dims, no data movement) and one tensor_reduce
+    reduces them; same cost (N elements per partition)."""
+    kept = [a for a in range(x.ndim) if a not in axes]
+    order = kept + axes
+    reordered = x._permuted(order)
+    last = tuple(range(len(kept), x.ndim))
+    if mask is not None:  # the mask ranges over the input's axes: reorder them alike
+        mask = permuted_mask(resolve_mask(mask), order, x.ndim)
+    out = nisa.tensor_reduce(name, reordered, last, dtype=dtype, mask=mask)
+    if not keepdims:
+        return out
+    return out[tuple(None if a in axes else slice(None) for a in range(x.ndim))]
 
 
 def _axes_size(x: NkiTensor, axis: Any) -> int:
@@ -295,56 +322,97 @@ def where(condition: Any, x: Any, y: Any, *, dtype: Any = None, mask: Any = None
     return binary("add", part_x, part_y, out, mask)
 
 
-def static_cast(x: Any, dtype: Any) -> NkiTensor:
-    """Convert a tile to ``dtype`` (a VectorE copy with an output cast)."""
-    return nisa.tensor_copy(x, dtype=to_dtype(dtype, "static_cast dtype"))
+def static_cast(x: Any, dtype: Any) -> Any:
+    """Convert a tile to ``dtype`` (a VectorE copy with an output cast); a scalar or a host
+    array (numpy, also outside any kernel, as the docs allow) is converted at once, rounding as
+    the engines' output cast does."""
+    dt = to_dtype(dtype, "static_cast dtype")
+    if isinstance(x, NkiTensor):
+        return nisa.tensor_copy(x, dtype=dt)
+    values = np.asarray(x)
+    if values.dtype.kind not in "biuf" and not is_float(values.dtype):
+        msg = (f"static_cast: expected a tile, a number or a numeric array, found "
+               f"{type(x).__name__} of dtype {values.dtype}")
+        tr = _tracer.active_or_none()
+        raise tr.fail(KernelError, msg) if tr is not None else KernelError(msg)
+    out = cast(values, dt)
+    return out[()] if out.ndim == 0 else out
 
 
 
 def broadcast_to(src: Any, shape: Any, **_: Any) -> NkiTensor:
-    """Broadcast a tile to ``shape``: size-1 free axes by a strided copy (VectorE); a single
-    partition to many by a TensorE matmul with a ones stationary, as the architecture guide
-    describes (``nc_matmul(ones[1, M], x, is_stationary_onezero=True)``)."""
+    """Broadcast a tile to ``shape`` (each dim equal or from 1; a tile with fewer dims gets
+    size-1 free dims appended, partition-aligned): free axes by a strided copy (VectorE), one
+    partition to many by :func:`partition_broadcast`."""
     tr = _tracer.current("broadcast_to")
     if not isinstance(src, NkiTensor):
         raise tr.fail(KernelError, f"broadcast_to: expected a tile, found {type(src).__name__}")
     shape = shape_arg(shape, "broadcast_to shape")
-    if len(shape) != src.ndim:
-        raise tr.fail(ShapeError, f"broadcast_to: expected a shape with {src.ndim} dims, found "
-                      f"{list(shape)}")
-    if builtins.any(n not in (1, m) for n, m in zip(src.shape, shape)):
+    if len(shape) < src.ndim:
+        raise tr.fail(ShapeError, f"broadcast_to: expected a shape with at least {src.ndim} "
+                      f"dims, found {list(shape)}")
+    if builtins.any(n not in (1, m) for n, m in zip(padded(src.shape, len(shape)), shape)):
         raise tr.fail(ShapeError, f"broadcast_to: expected each dim of {list(src.shape)} to be "
                       f"1 or the target's, found target {list(shape)}")
+    _check_on_chip(src, "broadcast_to")
+    if src.shape == shape:  # the reference: "this operation will simply return src"
+        return src
+    src = relabel(src, padded(src.shape, len(shape)))  # a [P] tile is [P, 1] (partition-aligned)
     if src.shape[0] == shape[0]:
         return nisa.tensor_copy(src.with_shape(shape))
-    if src.ndim != 2 or src.shape[1] != shape[1]:
-        raise tr.fail(ShapeError, f"broadcast_to: the partition dim broadcasts (from 1) only "
-                      f"for 2-D tiles with the free size unchanged; found {list(src.shape)} -> "
-                      f"{list(shape)}")
-    from .language import ndarray
-    m, f = shape
-    # The ones stationary is a constant: made once per launch instance and dtype, as a compiler
-    # keeps constants (a memset per broadcast would sit in VectorE's queue just before the
-    # broadcast's consumer and make it wait for the whole TensorE round trip).
-    key = ("broadcast_ones", tr.instance, m, src.dtype)
-    ones = tr.lang_state.get(key)
-    if ones is None:
-        loops, tr.loops = tr.loops, ()  # recorded as if hoisted before every loop
-        try:
-            ones = tr.lang_state[key] = nisa.memset((1, m), 1.0, src.dtype)
-        finally:
-            tr.loops = loops
-    if (src.dtype == float32
-            and f * src.dtype.itemsize <= tr.config.psum_bytes_per_partition
+    if (len(shape) == 2 and src.shape[1] == shape[1] and src.space is MemSpace.SBUF
+            and src.dtype == float32
+            and shape[1] * src.dtype.itemsize <= tr.config.psum_bytes_per_partition
             // tr.config.psum_num_banks):
         # The matmul's fp32 result fits one PSUM bank: it is the broadcast tile, read in place
         # by its consumer (VectorE / ScalarE read PSUM; a tensor_tensor with one PSUM operand
         # costs N instead of 2N), with no copy to SBUF (docs/frontend.md, "broadcast_to").
-        return nisa.nc_matmul(ones, src, is_stationary_onezero=True)
-    out = ndarray((m, f), src.dtype)
+        return nisa.nc_matmul(_broadcast_ones(tr, shape[0], src.dtype), src,
+                              is_stationary_onezero=True)
+    return partition_broadcast(src, shape)
+
+
+def _broadcast_ones(tr: Any, m: int, dtype: Any) -> NkiTensor:
+    """The [1, m] ones stationary of partition broadcasts: a constant, made once per launch
+    instance and dtype, as a compiler keeps constants (a memset per broadcast would sit in
+    VectorE's queue just before the broadcast's consumer and make it wait for the whole TensorE
+    round trip)."""
+    key = ("broadcast_ones", tr.instance, m, dtype)
+    ones = tr.lang_state.get(key)
+    if ones is None:
+        loops, tr.loops = tr.loops, ()  # recorded as if hoisted before every loop
+        try:
+            ones = tr.lang_state[key] = nisa.memset((1, m), 1.0, dtype)
+        finally:
+            tr.loops = loops
+    return ones
+
+
+def partition_broadcast(src: NkiTensor, shape: tuple[int, ...]) -> NkiTensor:
+    """A new SBUF tile of ``shape`` holding ``src`` (one partition) on every partition, its
+    size-1 free axes broadcast too. Compute engines map partition p to lane p, so this moves
+    data: float tiles by TensorE, ``nc_matmul(ones[1, M], src, is_stationary_onezero=True)`` per
+    row of at most 512 elements (as the architecture guide describes; exact: each output is
+    1.0 times one input), other dtypes (which TensorE does not take) by one SBUF-to-SBUF DMA
+    whose source repeats the partition (stride 0)."""
+    tr = _tracer.current("partition broadcast")
+    from .language import ndarray
+    if src.space is MemSpace.PSUM:  # TensorE and the DMA queues read SBUF, not PSUM
+        src = nisa.tensor_copy(src)
+    src = relabel(src, padded(src.shape, 2))  # the matmul's moving operand is [1, F]
+    full = padded(shape, 2)
+    m = full[0]
+    out = ndarray(full, src.dtype)
+    wide = src.with_shape(full)  # stride 0 over partitions and over broadcast free axes
+    if not is_float(src.dtype):
+        dma_move("partition broadcast", out, wide, None, None)
+        return relabel(out, shape)
+    ones = _broadcast_ones(tr, m, src.dtype)
     step = tr.config.gemm_moving_fmax
-    for lo in range(0, f, step):
-        hi = builtins.min(f, lo + step)
-        part = nisa.nc_matmul(ones, src[:, lo:hi], is_stationary_onezero=True)
-        out[:, lo:hi] = nisa.tensor_copy(part, dtype=src.dtype)
-    return out
+    for row in itertools.product(*(range(n) for n in full[1:-1])):
+        for lo in range(0, full[-1], step):
+            cols = slice(lo, builtins.min(full[-1], lo + step))
+            part = nisa.nc_matmul(ones, wide[(slice(0, 1),) + row + (cols,)],
+                                  is_stationary_onezero=True)
+            out[(slice(None),) + row + (cols,)] = nisa.tensor_copy(part, dtype=src.dtype)
+    return relabel(out, shape)

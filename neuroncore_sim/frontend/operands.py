@@ -17,6 +17,7 @@ from ..errors import AccessError, KernelError, MemorySpaceError, ShapeError, Uns
 from ..program.ir import Access, Affine, Engine, MemSpace, Opcode, Predicate
 from . import tracer as _tracer
 from .indexing import MaskExpr
+from .mask_bool import resolve
 from .tensor import NkiTensor
 
 ON_CHIP = (MemSpace.SBUF, MemSpace.PSUM)
@@ -76,6 +77,7 @@ def mask_box(mask: Any, shape: tuple[int, ...]
         no mask), the predicate still needed inside the box (None when the box is exact), and
         whether nothing at all is active.
     """
+    mask = resolve(mask)
     if mask is None or mask is True:
         return None, None, False
     if mask is False:
@@ -162,6 +164,13 @@ def checked_access(tr: _tracer.Tracer, t: Any, what: str, role: str,
             raise tr.fail(AccessError, f"{_label(what, role)}: {problem}")
         t._checked = True
     acc = t._access if t._access is not None else t.access()
+    if engine is not None and engine is not Engine.DMA and acc.pattern:
+        p_step, p_size = acc.pattern[0]
+        if p_step == 0 and p_size > 1 and t.space is not MemSpace.HBM:
+            # lanes map 1:1 to partitions (arch.md 1.5): no engine but DMA repeats one
+            raise tr.fail(AccessError, f"{_label(what, role)}: the view repeats one partition "
+                          f"over {p_size} partitions; compute engines read one partition per "
+                          f"lane (copy it to many with nl.broadcast_to)")
     if engine is not None and engine is not Engine.DMA and acc.row_lo:
         problem = start_partition_error(acc)  # (partition 0 is always allowed)
         if problem:
@@ -178,23 +187,41 @@ def issue(what: str, opcode: Opcode, engine: Engine, out_shape: tuple[int, ...],
           out_dtype: np.dtype, srcs: dict[str, NkiTensor], attrs: dict[str, object], *,
           mask: Any = None, out_space: MemSpace = MemSpace.SBUF,
           extra_dsts: dict[str, NkiTensor] | None = None,
-          spaces: tuple[MemSpace, ...] = ON_CHIP) -> NkiTensor:
-    """Issue a compute instruction whose main output is a new (pending) tile."""
+          spaces: tuple[MemSpace, ...] = ON_CHIP,
+          mask_shape: tuple[int, ...] | None = None,
+          out_axes: tuple[int | None, ...] | None = None) -> NkiTensor:
+    """Issue a compute instruction whose main output is a new (pending) tile.
+
+    The mask ranges over the output's axes, or, for instructions whose input is shaped
+    otherwise (reductions), over ``mask_shape`` (the input's shape, as the NKI docs define
+    masks): the sources are shrunk to its box and output axis ``k`` to the box of input axis
+    ``out_axes[k]`` (None: not masked, e.g. a reduced or statistics axis).
+    """
     tr = _tracer.current(what)
     loc = tr.user_loc()
     out_shape = tuple(map(int, out_shape))
     if out_shape and not 1 <= out_shape[0] <= tr.config.num_partitions:
         raise tr.fail(ShapeError, f"{what}: the result's partition dim (dim 0) must be 1.."
                       f"{tr.config.num_partitions}; found shape {list(out_shape)}")
-    box, residual, empty = mask_box(mask, out_shape) if mask is not None else _NO_MASK
+    full = out_shape if mask_shape is None else tuple(mask_shape)
+    box, residual, empty = mask_box(mask, full) if mask is not None else _NO_MASK
     if empty:
-        # The compiler drops a fully masked instruction; the result tile is left unwritten.
+        # The compiler drops a fully masked instruction; the result tile is left unwritten,
+        # and assigning or accumulating it (`psum += nc_matmul(..., mask=False)`) writes nothing
         decl = tr.new_tensor(out_space, out_shape, out_dtype, site=loc)
+        dropped(tr).add(decl)
         return NkiTensor.whole(decl)
+    if mask_shape is not None and residual is not None:
+        raise tr.fail(UnsupportedError, f"{what}: a mask that is not a rectangle over the "
+                      f"input {list(full)} is not supported for this instruction; "
+                      f"expected bounds per axis (i < n, i >= m, combined with &)")
     src_acc = {}
     for k, v in srcs.items():
-        src_acc[k] = checked_access(tr, v if box is None else v.shrink(box, out_shape), what, k,
+        src_acc[k] = checked_access(tr, v if box is None else v.shrink(box, full), what, k,
                                     spaces, engine)
+    if mask_shape is not None and box is not None:
+        axes = out_axes if out_axes is not None else (0,) + (None,) * (len(out_shape) - 1)
+        box = tuple(box[ia] if ia is not None else (0, n) for ia, n in zip(axes, out_shape))
     dst_acc = {}
     for k, v in (extra_dsts or {}).items():
         dst_acc[k] = checked_access(tr, v.shrink(box, out_shape), what, k, ON_CHIP, engine)
@@ -202,6 +229,11 @@ def issue(what: str, opcode: Opcode, engine: Engine, out_shape: tuple[int, ...],
     tr.set_pending(_tracer.PendingOp(opcode, engine, src_acc, attrs, dst_acc, residual, box, loc,
                                      result))
     return result
+
+
+def dropped(tr: _tracer.Tracer) -> set:
+    """The result tiles of instructions a mask dropped entirely (see :func:`issue`)."""
+    return tr.lang_state.setdefault("dropped", set())  # type: ignore[return-value]
 
 
 def scalar_value(x: Any, what: str) -> float | int:
@@ -238,6 +270,9 @@ def issue_into(what: str, opcode: Opcode, engine: Engine, dst: NkiTensor,
     as the source role ``old`` (instructions that leave part of it unchanged).
     """
     tr = _tracer.current(what)
+    if engine is Engine.GPSIMD and isinstance(dst, NkiTensor) and dst.space is MemSpace.PSUM:
+        raise tr.fail(MemorySpaceError, f"{what} dst: GpSimd cannot access PSUM; expected an "
+                      f"SBUF destination, found psum")
     box, residual, empty = mask_box(mask, dst.shape)
     if empty:
         return

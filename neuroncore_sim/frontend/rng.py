@@ -4,7 +4,7 @@ The generator state is a [1, 1] uint32 SBUF tile of the launch (``rng_state``, c
 use, seed 0): ``random_seed`` writes it, every random instruction reads it (role ``seed``), so
 the timing model orders them like any other data dependency. Each random instruction also gets
 a ``counter`` attr, its number among the random instructions issued since the last
-``random_seed``; the values layer (``semantics_random``) turns ``(seed, counter)`` into numbers.
+``random_seed``; the values layer (``values/semantics/rng.py``) turns ``(seed, counter)`` into numbers.
 Same kernel, inputs and seed: same numbers. They differ from the hardware's, whose generator is
 not documented.
 

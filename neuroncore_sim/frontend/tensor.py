@@ -18,11 +18,13 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import dtype_name
-from ..errors import AccessError, KernelError, SimulatorError, UnsupportedError
+from ..errors import AccessError, SimulatorError, UnsupportedError
 from ..program.ir import Access, MemSpace, TensorDecl
 from . import tracer as _tracer
 from .basic_index import VIEW_CACHE_SIZE, basic_index, view_key, whole_index
 from .indexing import DynamicIndex, IndexExpr, _is_int
+from .index_split import SplitExpr, split_view
+from .tensor_surface import Frame, TensorSurface
 
 
 #: rank -> (base, coefs) of a whole tensor's view (the identity map), built once per rank
@@ -35,7 +37,7 @@ def _is_identity(coefs: tuple[tuple[int, ...], ...]) -> bool:
     return known is not None and known[1] is coefs
 
 
-class NkiTensor:
+class NkiTensor(TensorSurface):
     """A view of an HBM tensor or an on-chip tile (what ``nl.load``, ``nl.ndarray`` and every
     ``nisa`` call return, and what kernel arguments are).
 
@@ -44,13 +46,17 @@ class NkiTensor:
         dtype: the element dtype.
     """
 
-    __slots__ = ("decl", "shape", "dtype", "base", "coefs", "space", "lease", "_access",
+    __slots__ = ("decl", "shape", "dtype", "base", "coefs", "space", "lease", "frame", "_access",
                  "_checked", "_views", "_inside")
 
     def __init__(self, decl: TensorDecl | None, shape: tuple[int, ...], dtype: np.dtype,
                  base: tuple[int, ...], coefs: tuple[tuple[int, ...], ...],
-                 space: MemSpace, lease: object = None, *, inside: bool = False) -> None:
+                 space: MemSpace, lease: object = None, *, inside: bool = False,
+                 frame: Frame | None = None) -> None:
         self.decl = decl
+        # The dims base/coefs index: None for the declared tensor's own dims, else the dims of
+        # a reshape (tensor_surface.py): (shape, element strides in storage, storage offset).
+        self.frame = frame
         self.lease = lease  # keeps an on-chip tile's storage while any view of it lives
         self.shape = shape
         self.dtype = dtype
@@ -93,7 +99,7 @@ class NkiTensor:
     def retarget(self, view: NkiTensor) -> None:
         """Make this (pending) result refer to ``view``'s region."""
         self.decl, self.base, self.coefs, self.space = view.decl, view.base, view.coefs, view.space
-        self.dtype, self.lease = view.dtype, view.lease
+        self.dtype, self.lease, self.frame = view.dtype, view.lease, view.frame
         self._access, self._checked = view._access, view._checked
         self._views = {} if view._views is not None else None
         self._inside = view._inside
@@ -111,6 +117,22 @@ class NkiTensor:
         return len(self.shape)
 
     @property
+    def dims(self) -> tuple[int, ...]:
+        """The sizes of the dims ``base`` / ``coefs`` index (the declared shape, or a reshape's)."""
+        return self._resolved().shape if self.frame is None else self.frame[0]
+
+    @property
+    def pdim(self) -> int:
+        """Which of :attr:`dims` is the partition dim (0 for HBM and for reshaped tiles)."""
+        return self._resolved().partition_axis if self.frame is None else 0
+
+    def _dims_name(self) -> str:
+        decl = self._resolved()
+        if self.frame is None:
+            return f"{decl.name} {list(decl.shape)}"
+        return f"{decl.name} reshaped to {list(self.frame[0])}"
+
+    @property
     def buffer(self) -> MemSpace:
         """The memory the tensor lives in (hbm, sbuf or psum)."""
         return self.space
@@ -126,21 +148,25 @@ class NkiTensor:
             return self._access
         decl = self._resolved()
         shape = self.shape
-        offset = 0
+        frame = self.frame
+        if frame is None:
+            offset, strides = 0, decl.strides
+        else:
+            offset, strides = frame[2], frame[1]
         if _is_identity(self.coefs):  # a whole tensor or a plain slice of one (the usual case)
-            for s, b in zip(decl.strides, self.base):
+            for s, b in zip(strides, self.base):
                 offset += s * b
-            self._access = Access(decl, offset, tuple(zip(decl.strides, shape)))
+            self._access = Access(decl, offset, tuple(zip(strides, shape)), self._as_dtype(decl))
             return self._access
         steps = [0] * len(shape)
-        for s, b, row in zip(decl.strides, self.base, self.coefs):
+        for s, b, row in zip(strides, self.base, self.coefs):
             offset += s * b
             a = 0
             for c in row:
                 if c:
                     steps[a] += s * c
                 a += 1
-        self._access = Access(decl, offset, tuple(zip(steps, shape)))
+        self._access = Access(decl, offset, tuple(zip(steps, shape)), self._as_dtype(decl))
         return self._access
 
     def out_of_bounds(self) -> str | None:
@@ -149,7 +175,8 @@ class NkiTensor:
         shape = self.shape
         if 0 in shape:
             return None
-        for d, (b, row, size) in enumerate(zip(self.base, self.coefs, decl.shape)):
+        dims = decl.shape if self.frame is None else self.frame[0]
+        for d, (b, row, size) in enumerate(zip(self.base, self.coefs, dims)):
             lo = hi = b
             for c, n in zip(row, shape):
                 if c:
@@ -159,7 +186,7 @@ class NkiTensor:
                     else:
                         hi += ext
             if lo < 0 or hi >= size:
-                return (f"index of dim {d} of {decl.name} {list(decl.shape)}: expected "
+                return (f"index of dim {d} of {self._dims_name()}: expected "
                         f"0..{size - 1}, found {lo}..{hi}")
         return None
 
@@ -168,7 +195,7 @@ class NkiTensor:
         decl = self._resolved()
         if decl.space is MemSpace.HBM:
             return None
-        pa = decl.partition_axis
+        pa = decl.partition_axis if self.frame is None else 0
         shape = self.shape
         if not shape:
             return "a tile operand needs a partition dim"
@@ -205,25 +232,34 @@ class NkiTensor:
                 base[d] += self.coefs[d][a] * lo
             shape[a] = hi - lo
         return NkiTensor(self.decl, tuple(shape), self.dtype, tuple(base), self.coefs,
-                         self.space, self.lease)
+                         self.space, self.lease, frame=self.frame)
 
     def partition_first(self) -> NkiTensor:
         """The same elements with the axis that walks the partitions moved to the front.
 
         A whole tensor with block dims, ``(B, par_dim(P), F)``, becomes ``(P, B, F)``: on the
-        hardware the blocks are just more free-dim elements of each partition.
+        hardware the blocks are just more free-dim elements of each partition. A view on one
+        partition picked by an int (``t[i, j]``) gets a leading axis of size 1.
         """
         decl = self._resolved()
         if decl.space is MemSpace.HBM:
             return self
-        row = self.coefs[decl.partition_axis]
-        axis = next((a for a, (c, n) in enumerate(zip(row, self.shape)) if c and n > 1), 0)
+        row = self.coefs[decl.partition_axis if self.frame is None else 0]
+        axis = next((a for a, (c, n) in enumerate(zip(row, self.shape)) if c and n > 1), None)
+        if axis is None:
+            if self.shape and (self.shape[0] == 1 or row[0]):
+                return self
+            # An int picked the partition (t[i, j], t[i, :]): the view lies on one partition,
+            # so it gets a leading partition axis of size 1
+            return NkiTensor(decl, (1,) + self.shape, self.dtype, self.base,
+                             tuple((0,) + r for r in self.coefs), self.space, self.lease,
+                             frame=self.frame)
         if axis == 0:
             return self
         order = (axis,) + tuple(a for a in range(self.ndim) if a != axis)
         return NkiTensor(decl, tuple(self.shape[a] for a in order), self.dtype, self.base,
                          tuple(tuple(r[a] for a in order) for r in self.coefs), self.space,
-                         self.lease)
+                         self.lease, frame=self.frame)
 
     def with_shape(self, shape: tuple[int, ...]) -> NkiTensor:
         """Broadcast size-1 free axes to ``shape`` (stride 0), like the hardware's APs can."""
@@ -235,7 +271,7 @@ class NkiTensor:
         coefs = tuple(tuple(0 if (n == 1 and m != 1) else c
                             for c, n, m in zip(row, self.shape, shape)) for row in self.coefs)
         return NkiTensor(self.decl, tuple(shape), self.dtype, self.base, coefs, self.space,
-                         self.lease)
+                         self.lease, frame=self.frame)
 
     # --- indexing ------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> NkiTensor:
@@ -258,7 +294,7 @@ class NkiTensor:
             if geometry is not None:
                 shape, base, coefs, within = geometry
                 view = NkiTensor(self.decl, shape, self.dtype, base, coefs, self.space,
-                                 self.lease, inside=within and self._inside)
+                                 self.lease, inside=within and self._inside, frame=self.frame)
                 if views is not None:
                     if len(views) >= VIEW_CACHE_SIZE:
                         del views[next(iter(views))]
@@ -267,9 +303,14 @@ class NkiTensor:
         if any(isinstance(k, (NkiTensor, DynamicIndex)) for k in key):
             if self.space is MemSpace.HBM:  # an index tile: indirect DMA operand
                 from .indirect import indirect_view
+                k = next(i for i, x in enumerate(key) if isinstance(x, (NkiTensor, DynamicIndex)))
+                if k and all(_is_int(x) for x in key[:k]):  # t[b, idx_tile, ...]: rows of t[b]
+                    return indirect_view(self[key[:k]]._framed(self.shape[k:]), key[k:])
                 return indirect_view(self, key)  # type: ignore[return-value]
             from .dynamic import dynamic_view  # a runtime (SBUF-held) offset on chip
             return dynamic_view(self, key)  # type: ignore[return-value]
+        if any(isinstance(k, SplitExpr) for k in key):  # // or % in an index
+            return split_view(self, key)
         if any(isinstance(k, IndexExpr) for k in key):
             return self._index_affine(key)
         return self._index_basic(key)
@@ -343,7 +384,8 @@ class NkiTensor:
                     f"expression, found {type(item).__name__}")
             axis += 1
         return NkiTensor(self.decl, tuple(shape), self.dtype, tuple(base),
-                         tuple(tuple(r) for r in new_coefs), self.space, self.lease)
+                         tuple(tuple(r) for r in new_coefs), self.space, self.lease,
+                         frame=self.frame)
 
     def _index_affine(self, key: tuple[Any, ...]) -> NkiTensor:
         if len(key) != self.ndim or any(not (isinstance(k, IndexExpr) or _is_int(k)) for k in key):
@@ -370,7 +412,7 @@ class NkiTensor:
             coefs.append(tuple(sum(row[a] * e.coefs[b] for a, e in enumerate(exprs))
                                for b in range(ndim)))
         return NkiTensor(self.decl, tuple(shape), self.dtype, tuple(base), tuple(coefs),
-                         self.space, self.lease)
+                         self.space, self.lease, frame=self.frame)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         target = self[key]
@@ -386,34 +428,6 @@ class NkiTensor:
                 assign_dynamic(target, value)
             return
         _nl.assign(target, value)
-
-    def broadcast_to(self, shape: Any) -> NkiTensor:
-        """``tile.broadcast_to(shape)``: see ``nl.broadcast_to``."""
-        return _nl.broadcast_to(self, shape)
-
-    def __iter__(self) -> Any:
-        tr = _tracer.active_or_none()
-        msg = ("iterating over a tile is not supported; index it with "
-               "nl.affine_range loops instead")
-        raise tr.fail(UnsupportedError, msg) if tr is not None else UnsupportedError(msg)
-
-    def __len__(self) -> int:
-        return self.shape[0] if self.shape else 0
-
-    # A tile's values exist only on the device: Python control flow cannot depend on them.
-    # (`if tile > 0:` would otherwise take one branch for every element, silently.)
-    def __bool__(self) -> bool:
-        raise _host_value("truth value (if / and / or / not on a tile)",
-                          "nl.where, a mask=, or nisa.select_reduce")
-
-    def __int__(self) -> int:
-        raise _host_value("int value", "a runtime offset, t[ix, idx[0, i] + iy] (docs/"
-                          "frontend.md, runtime offsets), or an index tile, t[idx_tile, ...]")
-
-    __index__ = __int__
-
-    def __float__(self) -> float:
-        raise _host_value("float value", "tile arithmetic (nl.multiply etc.)")
 
     # --- values (debugging) --------------------------------------------------------------------
     def values(self) -> np.ndarray | None:
@@ -468,13 +482,6 @@ class NkiTensor:
     def __isub__(self, o: Any) -> NkiTensor: return _nl.accumulate(self, o, "subtract")
     def __imul__(self, o: Any) -> NkiTensor: return _nl.accumulate(self, o, "multiply")
     def __itruediv__(self, o: Any) -> NkiTensor: return _nl.accumulate(self, o, "divide")
-
-
-def _host_value(what: str, instead: str) -> KernelError:
-    """The error for using a tile's device values as a Python value."""
-    msg = f"a tile has no Python {what}: its values exist only on the device; use {instead}"
-    tr = _tracer.active_or_none()
-    return tr.fail(KernelError, msg) if tr is not None else KernelError(msg)  # type: ignore
 
 
 from . import language as _nl  # noqa: E402  (operators forward to nl; cyclic by design)

@@ -34,7 +34,7 @@ from typing import Callable, Iterator, Protocol
 import numpy as np
 
 from ..config import NeuronCoreConfig
-from ..errors import InputWriteWarning, SimulatorError, SimulatorWarning
+from ..errors import InputWriteWarning, SimulatorError, SimulatorWarning, UnsupportedError
 from ..program.ir import (Access, Engine, Instruction, MemSpace, Opcode, Placement, Predicate,
                           Program, SourceLoc, TensorDecl)
 from .loopcheck import loop_carried_reads
@@ -90,6 +90,9 @@ class PendingOp:
     loc: SourceLoc | None
     result: object  # the NkiTensor handed to the kernel (its decl is set on materialisation)
     loops: tuple[tuple[int, int], ...] = ()  # affine_range iterations when it was issued
+    #: the kernel chose the engine (engine=, or an instruction only one engine has); False when
+    #: the front end picked it and may add a copy to reach a destination the engine cannot write
+    engine_fixed: bool = True
 
 
 _ACTIVE: ContextVar[Tracer | None] = ContextVar("neuroncore_sim_tracer", default=None)
@@ -182,6 +185,8 @@ class Tracer:
         self.lang_state: dict[str, object] = {}
         #: the running nl.affine_range iterations, outermost first: (loop id, iteration)
         self.loops: tuple[tuple[int, int], ...] = ()
+        from .mask_bool import forget
+        forget()  # `a and b` masks left pending by an earlier launch that failed
 
     @contextlib.contextmanager
     def active(self) -> Iterator[Tracer]:
@@ -253,6 +258,11 @@ class Tracer:
         (``loopcheck.py``), and warn when a kernel that returns its outputs writes its inputs
         (NKI allows writing inputs only in output-argument kernels)."""
         self.flush()
+        from .mask_bool import leftover
+        where = leftover()
+        if where is not None:
+            raise UnsupportedError(f"'and' / 'or' between masks whose value never became an "
+                                   f"instruction's mask=; combine masks with & and |", where)
         if self.program.loops:
             self.warnings.extend(loop_carried_reads(self.program))
         if returned is None or (isinstance(returned, (tuple, list)) and not returned):

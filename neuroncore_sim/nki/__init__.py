@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..frontend import compiler, isa, language, typing
-from ..simulate import Kernel, simulate
+from ..simulate import simulate_launch
+from .kernel import Kernel
 from ..frontend.torch_io import TorchArgs
 from .benchmark import benchmark, profile
 
@@ -46,10 +47,13 @@ def baremetal(func: Callable[..., Any] | None = None, **options: Any) -> Any:
 def simulate_kernel(kernel: Any, *args: Any, **kwargs: Any) -> Any:
     """Run a kernel functionally and return its outputs, like AWS's ``nki.simulate_kernel``.
 
-    ``kernel`` may be a plain function, an ``nki.jit`` kernel, or ``kernel[grid]``.
+    ``kernel`` may be a plain function, an ``nki.jit`` / ``nki.trace`` kernel (any ``mode``), or
+    ``kernel[grid]``. Values only, no timing, so it stays fast; under ``neuroncore-sim run`` (or
+    inside ``neuroncore_sim.record_launches()``) the launch is timed and reported as well.
     """
     targs = TorchArgs(args, kwargs)  # torch arguments give torch results
-    res = simulate(kernel, *targs.args, timing=False, **targs.kwargs)
+    res = simulate_launch(kernel, targs.args, targs.kwargs, timing=False,
+                          entry="nki.simulate_kernel")
     if not res.outputs:
         return None
     return targs.results(res.outputs[0] if len(res.outputs) == 1 else res.outputs)

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..simulate import Kernel, simulate
+from ..simulate import simulate_launch
+from .kernel import Kernel
 
 _PERCENTILES = (0, 1, 10, 25, 50, 90, 99, 100)
 
@@ -49,7 +50,8 @@ class BenchmarkKernel(Kernel):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         iters = int(self.options.get("iters", 100))
-        res = simulate(self, *args, grid=self.grid, functional=False, **kwargs)
+        res = simulate_launch(self, args, kwargs, grid=self.grid, functional=False,
+                              entry="nki.benchmark")
         self.benchmark_result = BenchmarkResult(LatencyStats(res.latency_ns / 1000.0, iters), res)
         return None
 
@@ -72,7 +74,7 @@ class ProfileKernel(Kernel):
     """A kernel whose calls run the full simulation and write a profile directory."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        res = simulate(self, *args, grid=self.grid, **kwargs)
+        res = simulate_launch(self, args, kwargs, grid=self.grid, entry="nki.profile")
         out = Path(self.options.get("working_directory") or ".")
         out.mkdir(parents=True, exist_ok=True)
         (out / "summary.json").write_text(json.dumps(res.summary(), indent=2, default=str))

@@ -29,7 +29,8 @@ import numpy as np
 
 from ..dtypes import dtype_name
 from .layout import BOUNDS, layout, measure, slot_setters
-from .opcodes import OPCODE_DOC, Opcode  # noqa: F401  (re-exported: part of the IR vocabulary)
+# re-exported: part of the IR vocabulary
+from .opcodes import DMA_OPCODES, OPCODE_DOC, Opcode  # noqa: F401
 
 __all__ = ["Engine", "MemSpace", "Opcode", "OPCODE_DOC", "SourceLoc", "Placement", "TensorDecl",
            "Access", "Affine", "Predicate", "Instruction", "Program"]
@@ -172,6 +173,9 @@ class Access:
     tensor: TensorDecl
     offset: int
     pattern: tuple[tuple[int, int], ...]
+    #: the elements read as another dtype of the same size (``t.view(dtype)``); None: the
+    #: tensor's own
+    view_dtype: np.dtype | None = None
     row_lo: int = field(init=False)
     row_hi: int = field(init=False)
     col_lo: int = field(init=False)
@@ -180,7 +184,8 @@ class Access:
     size: int = field(init=False, compare=False, repr=False)
 
     def __init__(self, tensor: TensorDecl, offset: int,
-                 pattern: tuple[tuple[int, int], ...]) -> None:
+                 pattern: tuple[tuple[int, int], ...], view_dtype: np.dtype | None = None
+                 ) -> None:
         key = (tensor.row_size, offset, pattern)
         try:
             bounds = BOUNDS.get(key)
@@ -191,6 +196,7 @@ class Access:
         (set_tensor, set_offset, set_pattern, set_row_lo, set_row_hi, set_col_lo, set_col_hi,
          set_size) = _ACCESS_SETTERS
         set_tensor(self, tensor)
+        _SET_VIEW_DTYPE(self, view_dtype)
         set_offset(self, offset)
         set_pattern(self, bounds[5])  # (the first equal pattern: fewer live objects to collect)
         set_row_lo(self, bounds[0])
@@ -206,8 +212,9 @@ class Access:
 
     @property
     def dtype(self) -> np.dtype:
-        """The tensor's dtype."""
-        return self.tensor.dtype
+        """The dtype the elements are read and written as (the tensor's, unless viewed as
+        another dtype of the same size)."""
+        return self.tensor.dtype if self.view_dtype is None else self.view_dtype
 
     @property
     def space(self) -> MemSpace:
@@ -253,6 +260,7 @@ class Access:
 
 
 _ACCESS_SETTERS = slot_setters(Access, "tensor offset pattern row_lo row_hi col_lo col_hi size")
+(_SET_VIEW_DTYPE,) = slot_setters(Access, "view_dtype")
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,6 +49,9 @@ class Opcode(str, enum.Enum):
     SEQUENCE_BOUNDS = "sequence_bounds"
 
 
+#: The opcodes that are DMA transfers (run by the DMA queues and engines, not a compute engine).
+DMA_OPCODES = frozenset({Opcode.DMA_COPY, Opcode.DMA_TRANSPOSE})
+
 #: Roles and attrs of each opcode (the contract between front end, executor and timing model).
 #: Every output is computed in float32 (integer ops in int64 where noted) and cast to the dtype
 #: of the destination tensor. ``mask`` (Instruction.mask) limits which output elements are

@@ -9,8 +9,8 @@ Nothing here feeds back into the simulation. Only the tables are imported with t
 the PNG needs matplotlib, imported when a plot is drawn.
 """
 
-from .tables import (MAIN_ENGINES, dma_table, engine_table, full_text, memory_series,
-                     memory_table, source_table, stall_table, summary_text)
+from .tables import (MAIN_ENGINES, dma_line_table, dma_table, engine_table, full_text,
+                     memory_series, memory_table, source_table, stall_table, summary_text)
 
-__all__ = ["MAIN_ENGINES", "engine_table", "dma_table", "source_table", "memory_table",
-           "memory_series", "stall_table", "summary_text", "full_text"]
+__all__ = ["MAIN_ENGINES", "engine_table", "dma_table", "dma_line_table", "source_table",
+           "memory_table", "memory_series", "stall_table", "summary_text", "full_text"]

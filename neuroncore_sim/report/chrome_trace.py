@@ -9,7 +9,10 @@ Open the written file in https://ui.perfetto.dev or chrome://tracing. Layout:
   opcode, with ``ts`` / ``dur`` in microseconds (the format's unit) and the instruction id,
   kernel source line, bytes and what it waited on in ``args``;
 * a flow arrow (``"ph": "s"`` then ``"f"``) from a producer to the event that waited on it, when
-  the event's ``waited_on`` names an instruction ("vector#12").
+  the event's ``waited_on`` names an instruction ("vector#12");
+* the critical path (:mod:`~neuroncore_sim.timing.critical_path`): its events carry
+  ``args.critical_path = true``, and flow arrows named "critical path" link each of its events
+  to the next.
 
 Only :mod:`json` from the standard library is needed; the trace is a plain dict first so tests
 and other tools can inspect it without a file.
@@ -26,6 +29,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..timing.critical_path import critical_path
 from ..timing.events import COMPUTE_ROWS, TENSOR_LS_ROW, Event, is_dma_row
 from ..result import SimResult
 
@@ -69,13 +73,28 @@ def _metadata(result: SimResult, tids: dict[str, int]) -> list[dict[str, Any]]:
     return out
 
 
-def _complete(ev: Event, tid: int) -> dict[str, Any]:
+def _path_flows(steps: list[Event], tids: dict[str, int], first_id: int
+                ) -> list[dict[str, Any]]:
+    """Flow arrows along the critical path, each event to the next."""
+    out: list[dict[str, Any]] = []
+    for i, (a, b) in enumerate(zip(steps, steps[1:])):
+        fid = first_id + i
+        out.append({"ph": "s", "id": fid, "name": "critical path", "cat": "critical_path",
+                    "pid": _PID, "tid": tids[a.engine], "ts": a.start_ns / _NS_PER_US})
+        out.append({"ph": "f", "bp": "e", "id": fid, "name": "critical path",
+                    "cat": "critical_path", "pid": _PID, "tid": tids[b.engine],
+                    "ts": b.start_ns / _NS_PER_US})
+    return out
+
+
+def _complete(ev: Event, tid: int, critical: bool = False) -> dict[str, Any]:
     return {
         "ph": "X", "name": ev.opcode, "cat": "dma" if is_dma_row(ev.engine) else "compute",
         "pid": _PID, "tid": tid,
         "ts": ev.start_ns / _NS_PER_US, "dur": (ev.end_ns - ev.start_ns) / _NS_PER_US,
         "args": {"instr_id": ev.instr_id, "source": ev.source, "nbytes": ev.nbytes,
-                 "waited_on": ev.waited_on, "instance": ev.instance},
+                 "waited_on": ev.waited_on, "instance": ev.instance,
+                 "critical_path": critical},
     }
 
 
@@ -136,9 +155,14 @@ def to_chrome_trace(result: SimResult, flows: bool = True,
         events = events[:max_events]
     tids = {row: i + 1 for i, row in enumerate(row_order({e.engine for e in events}))}
     trace = _metadata(result, tids)
-    trace += [_complete(ev, tids[ev.engine]) for ev in events]
+    path = critical_path(result.timing) if result.timing is not None else None
+    on_path = {id(s.event) for s in path.steps} if path is not None else set()
+    trace += [_complete(ev, tids[ev.engine], id(ev) in on_path) for ev in events]
     if flows:
         trace += _flows(events, tids)
+        if path is not None:
+            trace += _path_flows([s.event for s in path.steps if s.event.engine in tids],
+                                 tids, first_id=len(trace) + 1)
     return {"traceEvents": trace, "displayTimeUnit": "ns", "otherData": other}
 
 

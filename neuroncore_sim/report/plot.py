@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..timing import memory_use
-from ..timing.events import Event, is_dma_row
+from ..timing.critical_path import CriticalPath, critical_path
+from ..timing.events import MAIN_ENGINES, Event, is_dma_row
 from ..program.ir import MemSpace
 from ..result import SimResult
 
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
 LANES = ("tensor", "tensor_ls", "vector", "scalar", "gpsimd", "sync")
 #: Rows counted as "compute engines" in the utilisation panel. tensor_ls is left out: it runs
 #: in the background of the tensor row, so counting both would count TensorE twice.
-UTIL_COMPUTE_ROWS = ("tensor", "vector", "scalar", "gpsimd")
 _FIG_WIDTH_IN = 12.0
 _DPI = 100
 _UTIL_BINS = 400
@@ -100,10 +100,34 @@ def busy_fraction(events: list[Event], rows: set[str], n_engines: int, edges: np
 
 def _lanes(events: list[Event]) -> tuple[list[str], list[str]]:
     rows = {e.engine for e in events}
-    compute = [r for r in LANES if r in rows or r in UTIL_COMPUTE_ROWS]
+    compute = [r for r in LANES if r in rows or r in MAIN_ENGINES]
     compute += sorted(r for r in rows if r not in LANES and not is_dma_row(r))
     dma = sorted((r for r in rows if is_dma_row(r)), key=lambda r: int(r[3:]))
     return compute, dma
+
+
+#: Legend entry of the DMA transfers of lines outside the heaviest ones.
+OTHER_DMA = "dma: other lines"
+#: How many DMA source lines get a colour of their own in the timeline.
+DMA_LINES_SHOWN = 8
+
+
+def dma_labels(result: SimResult) -> dict[str, str]:
+    """Source line -> legend label ("dma: k.py:31 lhsT") of the heaviest DMA lines (by summed
+    transfer time), at most :data:`DMA_LINES_SHOWN`."""
+    from .tables import dma_line_table
+
+    table = dma_line_table(result).head(DMA_LINES_SHOWN)
+    return {src: f"dma: {src or '?'} {row.tensors}" for src, row in table.iterrows()}
+
+
+def _dma_colours(keys: list[str]) -> dict[str, Any]:
+    import matplotlib
+
+    palette = list(matplotlib.colormaps["Set2"].colors) + list(
+        matplotlib.colormaps["Pastel1"].colors)
+    return {k: ("0.65" if k == OTHER_DMA else palette[i % len(palette)])
+            for i, k in enumerate(keys)}
 
 
 def _colours(opcodes: list[str]) -> dict[str, Any]:
@@ -115,7 +139,9 @@ def _colours(opcodes: list[str]) -> dict[str, Any]:
     return {op: palette[i % len(palette)] for i, op in enumerate(opcodes)}
 
 
-def _draw_lanes(ax: "Axes", events: list[Event], latency_ns: float, n_dma: int) -> None:
+def _draw_lanes(ax: "Axes", events: list[Event], latency_ns: float, n_dma: int,
+                path: CriticalPath | None = None,
+                dma_labels: dict[str, str] | None = None) -> None:
     compute, dma = _lanes(events)
     n_dma = max(n_dma, len(dma))
     px_ns = max(latency_ns, 1.0) / (_FIG_WIDTH_IN * _DPI)
@@ -127,18 +153,32 @@ def _draw_lanes(ax: "Axes", events: list[Event], latency_ns: float, n_dma: int) 
     sub = _DMA_BAND_HEIGHT / max(n_dma, 1)
     for row in dma:
         y[row] = (_DMA_BAND_HEIGHT - (int(row[3:]) + 1) * sub, sub * 0.85)
-    opcodes = sorted({e.opcode for e in events})
+    # Compute lanes are coloured by opcode; DMA lanes by what they move (the source line and
+    # tensor of the load or store: dma_labels), so one can tell the transfers apart.
+    dma_labels = dma_labels or {}
+
+    def key(e: Event) -> str:
+        if is_dma_row(e.engine) and dma_labels:
+            return dma_labels.get(e.source, OTHER_DMA)
+        return e.opcode
+
+    opcodes = sorted({key(e) for e in events if not is_dma_row(e.engine) or not dma_labels})
+    dma_keys = list(dict.fromkeys(list(dma_labels.values()) + [OTHER_DMA]))
+    dma_keys = [k for k in dma_keys if any(is_dma_row(e.engine) and key(e) == k
+                                           for e in events)]
     colours = _colours(opcodes)
+    colours.update(_dma_colours(dma_keys))
     groups: dict[tuple[str, str], list[Event]] = {}
     for e in events:
-        groups.setdefault((e.engine, e.opcode), []).append(e)
+        groups.setdefault((e.engine, key(e)), []).append(e)
+    order = opcodes + dma_keys
     counts: dict[str, int] = {}
     for (row, _), evs in groups.items():
         counts[row] = counts.get(row, 0) + len(evs)
     binned = {r for r, n in counts.items() if n * BIN_ABOVE_PIXELS_PER_EVENT > _LANE_BINS}
     edges = np.linspace(0.0, max(latency_ns, 1.0), _LANE_BINS + 1)
     stacked = {r: np.zeros(_LANE_BINS) for r in binned}
-    for (row, op), evs in sorted(groups.items(), key=lambda kv: (kv[0][0], opcodes.index(kv[0][1]))):
+    for (row, op), evs in sorted(groups.items(), key=lambda kv: (kv[0][0], order.index(kv[0][1]))):
         starts = np.array([e.start_ns for e in evs])
         ends = np.array([e.end_ns for e in evs])
         if row in binned:
@@ -168,9 +208,29 @@ def _draw_lanes(ax: "Axes", events: list[Event], latency_ns: float, n_dma: int) 
     ax.set_yticks(ticks, list(compute) + [f"dma\n({n_dma} engines)"])
     ax.set_ylim(0, top)
     ax.axhline(_DMA_BAND_HEIGHT, color="0.7", linewidth=0.5)
-    handles = [_patch(colours[op], op) for op in opcodes]
+    handles = [_patch(colours[op], op) for op in order]
+    if path is not None and path.steps:
+        handles.append(_draw_critical_path(ax, path, y))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8,
-              frameon=False, title="opcode")
+              frameon=False, title="opcode / DMA line")
+
+
+def _draw_critical_path(ax: "Axes", path: CriticalPath, y: dict[str, tuple[float, float]]
+                        ) -> Any:
+    """One red line through the critical path: along each of its events at the middle of the
+    event's lane, and from one event's end to the next one's start (the waits); returns the
+    line for the legend."""
+    xs: list[float] = []
+    ys: list[float] = []
+    for step in path.steps:
+        e = step.event
+        bottom, height = y[e.engine]
+        mid = bottom + height / 2
+        xs += [e.start_ns / 1000, e.end_ns / 1000]
+        ys += [mid, mid]
+    (line,) = ax.plot(xs, ys, color="red", linewidth=0.9, alpha=0.85, zorder=3,
+                      label="critical path")
+    return line
 
 
 def _patch(colour: Any, label: str) -> Any:
@@ -182,12 +242,12 @@ def _patch(colour: Any, label: str) -> Any:
 def _draw_utilisation(ax: "Axes", events: list[Event], latency_ns: float, n_dma: int) -> None:
     edges = np.linspace(0.0, max(latency_ns, 1.0), _UTIL_BINS + 1)
     mid_us = (edges[:-1] + edges[1:]) / 2 / 1000
-    comp = busy_fraction(events, set(UTIL_COMPUTE_ROWS), len(UTIL_COMPUTE_ROWS), edges)
+    comp = busy_fraction(events, set(MAIN_ENGINES), len(MAIN_ENGINES), edges)
     dma_rows = {r for r in {e.engine for e in events} if is_dma_row(r)}
     dma = busy_fraction(events, dma_rows, n_dma, edges)
     ax.fill_between(mid_us, comp, step="mid", alpha=0.35, color="tab:blue")
     ax.step(mid_us, comp, where="mid", color="tab:blue", linewidth=0.8,
-            label=f"compute engines ({len(UTIL_COMPUTE_ROWS)})")
+            label=f"compute engines ({len(MAIN_ENGINES)})")
     ax.step(mid_us, dma, where="mid", color="tab:orange", linewidth=0.8,
             label=f"DMA engines ({n_dma})")
     ax.set_ylim(0, 1.05)
@@ -258,8 +318,10 @@ def timeline(result: SimResult, path: str | Path | None = None, ax: "Axes | None
     if title is None:
         title = (f"{result.program.name} on {result.config.name}: "
                  f"{latency / 1000:.2f} µs, {len(events)} events")
+    crit = critical_path(result.timing) if result.timing is not None else None
+    labels = dma_labels(result)
     if ax is not None:
-        _draw_lanes(ax, events, latency, n_dma)
+        _draw_lanes(ax, events, latency, n_dma, crit, labels)
         ax.set_title(title, fontsize=10)
         fig = ax.figure
     else:
@@ -267,7 +329,7 @@ def timeline(result: SimResult, path: str | Path | None = None, ax: "Axes | None
         fig, (lanes, util, mem) = plt.subplots(
             3, 1, sharex=True, figsize=(_FIG_WIDTH_IN, 1.2 + 0.45 * (n_lanes + 5)),
             gridspec_kw={"height_ratios": [n_lanes + _DMA_BAND_HEIGHT, 1.6, 1.6]}, dpi=_DPI)
-        _draw_lanes(lanes, events, latency, n_dma)
+        _draw_lanes(lanes, events, latency, n_dma, crit, labels)
         _draw_utilisation(util, events, latency, n_dma)
         _draw_memory(mem, result)
         lanes.set_xlim(0, max(latency, 1.0) / 1000)

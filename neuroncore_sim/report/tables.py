@@ -24,15 +24,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..timing import analysis, memory_use
-from ..timing.events import TENSOR_LS_ROW, is_dma_row
-from ..program.ir import MemSpace
+from .advice import advice
+from ..timing.events import MAIN_ENGINES, TENSOR_LS_ROW, is_dma_row
+from ..program.ir import DMA_OPCODES, MemSpace
 from ..result import SimResult
 
 if TYPE_CHECKING:
     import pandas as pd
 
 #: Engine rows always listed by :func:`engine_table`, even when idle (users ask "why is X idle").
-MAIN_ENGINES = ("tensor", "vector", "scalar", "gpsimd")
 
 
 def _busy_percent(busy_ns: float, latency_ns: float) -> float:
@@ -112,6 +112,55 @@ def dma_table(result: SimResult) -> "pd.DataFrame":
     table.index.name = "engine"
     return table[["bytes", "transfers", "avg_transfer_bytes", "busy_ns", "queue_busy_percent",
                   "bytes_per_ns", "peak_bytes_per_ns", "bandwidth_percent_of_peak"]]
+
+
+def dma_line_table(result: SimResult) -> "pd.DataFrame":
+    """DMA traffic per kernel source line: what each load or store moves and how well.
+
+    Columns: ``tensors`` (the HBM tensors it reads or writes, else the tiles), ``dmas`` (DMA
+    instructions), ``transfers``, ``bytes``, ``bytes_per_partition`` (per DMA instruction, on
+    average), ``busy_ns`` (summed transfer time over the DMA engines), ``efficiency_percent``
+    (bytes over what the engines could move in that time: at ``dma_hbm_read_bytes_per_ns`` for
+    HBM reads, ``dma_engine_bytes_per_ns`` otherwise; low when the per-descriptor floor
+    dominates). Index: "file.py:LINE"; heaviest (busy) first.
+    """
+    import pandas as pd
+
+    cfg = result.config
+    rows: dict[str, dict] = {}
+    rate: dict[int, float] = {}  # DMA instruction -> the rate its engines move its bytes at
+    for ins in result.program.instructions:
+        if ins.opcode not in DMA_OPCODES:
+            continue
+        src, dst = ins.srcs.get("src"), ins.out
+        rate[ins.id] = (cfg.dma_hbm_read_bytes_per_ns
+                        if src is not None and src.space is MemSpace.HBM
+                        else cfg.dma_engine_bytes_per_ns)
+        hbm = [a.tensor.name for a in (src, dst) if a is not None and a.space is MemSpace.HBM]
+        names = hbm or [a.tensor.name for a in (src, dst) if a is not None]
+        row = rows.setdefault(str(ins.loc or ""), {"tensors": set(), "dmas": 0, "parts": 0})
+        row["tensors"].update(names)
+        row["dmas"] += 1
+        row["parts"] += max(dst.partitions, 1)
+    for e in result.timing.events if result.timing is not None else ():
+        if is_dma_row(e.engine) and e.source in rows:
+            row = rows[e.source]
+            row["transfers"] = row.get("transfers", 0) + 1
+            row["bytes"] = row.get("bytes", 0) + e.nbytes
+            row["busy_ns"] = row.get("busy_ns", 0.0) + (e.end_ns - e.start_ns)
+            row["ideal_ns"] = (row.get("ideal_ns", 0.0)
+                               + e.nbytes / rate.get(e.instr_id, cfg.dma_engine_bytes_per_ns))
+    table = pd.DataFrame([{
+        "source": src, "tensors": ",".join(sorted(r["tensors"])), "dmas": r["dmas"],
+        "transfers": r.get("transfers", 0), "bytes": r.get("bytes", 0),
+        "bytes_per_partition": r.get("bytes", 0) / r["parts"] if r["parts"] else 0.0,
+        "busy_ns": r.get("busy_ns", 0.0),
+        "efficiency_percent": (100.0 * r.get("ideal_ns", 0.0) / r["busy_ns"]
+                               if r.get("busy_ns") else 0.0),
+    } for src, r in rows.items()], columns=["source", "tensors", "dmas", "transfers", "bytes",
+                                            "bytes_per_partition", "busy_ns",
+                                            "efficiency_percent"])
+    return table.set_index("source").sort_values("busy_ns", ascending=False, kind="stable")
 
 
 def source_table(result: SimResult) -> "pd.DataFrame":
@@ -257,11 +306,42 @@ def summary_text(result: SimResult) -> str:
         _memory_text(name, m) for name, m in s["memory"].items()))
     for i, stall in enumerate(s["top_stalls"][:3]):
         lines.append(("stalls     : " if i == 0 else " " * 13) + analysis.stall_text(stall))
+    lines += _critical_path_text(s["critical_path"], latency)
+    lines += _bounds_text(s)
+    for i, tip in enumerate(advice(result, s)):
+        lines.append(("advice     : " if i == 0 else " " * 13) + tip.text)
     top = source_table(result).head(3)
     if len(top):
         lines.append("top lines  : " + "; ".join(
             f"{src or '?'} {row.percent:.0f}%" for src, row in top.iterrows()))
     return "\n".join(lines) + "\n"
+
+
+def _critical_path_text(cp: dict, latency: float) -> list[str]:
+    """The critical path: time per engine on it, then its largest waits and their root causes."""
+    shares = sorted(cp["by_engine_ns"].items(), key=lambda kv: -kv[1])
+    lines = ["critical   : " + ", ".join(
+        f"{row} {_busy_percent(ns, latency):.0f}%" for row, ns in shares)
+        + f" of the latency ({cp['steps']} steps; waiting {_busy_percent(cp['wait_ns'], latency):.0f}%)"]
+    for stall in cp["top_stalls"][:2]:
+        lines.append(" " * 13 + f"{stall['engine']} waited {stall['wait_ns'] / 1000:,.2f} us at "
+                     f"{stall['source'] or '?'} ({stall['opcode']}) for {stall['waited_on']}; "
+                     f"root cause: {stall['root_engine']} ({stall['root_opcode']} at "
+                     f"{stall['root_source'] or '?'})")
+    return lines
+
+
+def _bounds_text(s: dict) -> list[str]:
+    """Neuron Explorer's bounds, by family, with the speed-up each leaves."""
+    def one(name: str) -> str:
+        return f"{name} {s[name] / 1000:,.2f} us (x{s['bn_speedup'][name]:.2f})"
+
+    return ["bounds     : " + "; ".join(one(n) for n in (
+                "memory_bound", "memory_bound_ideal", "memory_bound_ideal_no_reloads")),
+            " " * 13 + "; ".join(one(n) for n in (
+                "compute_bound", "compute_bound_ideal_flops",
+                "compute_bound_ideal_useful_flops")),
+            " " * 13 + one("perfect_pipeline") + f" ({s['pipeline_bottleneck']})"]
 
 
 def _memory_text(name: str, m: dict) -> str:
@@ -272,17 +352,23 @@ def _memory_text(name: str, m: dict) -> str:
         sites = list(m["peak_sites"].items())
         if sites:
             text += " (" + ", ".join(f"{site} {b:,}" for site, b in sites) + ")"
+    if m.get("spill_save_bytes"):  # the compiler spilled (docs/model.md, "Spilling")
+        to = "HBM" if name == "sbuf" else "SBUF"
+        text += (f", spilled to {to}: {m['spill_save_bytes']:,} bytes saved, "
+                 f"{m['spill_reload_bytes']:,} reloaded")
     return text
 
 
 def full_text(result: SimResult) -> str:
-    """:func:`summary_text` followed by the engine, DMA total, stall, memory and source-line
-    tables: the ``summary.txt`` of a report folder."""
+    """:func:`summary_text` followed by the engine, DMA total, DMA per line, stall, memory and
+    source-line tables: the ``summary.txt`` of a report folder."""
     import pandas as pd
 
     parts = [summary_text(result).rstrip("\n"),
              "per engine:\n" + engine_table(result).to_string(),
              "dma (all engines):\n" + dma_table(result).loc[["total"]].to_string(),
+             "dma per source line (heaviest first):\n"
+             + dma_line_table(result).head(10).round(1).to_string(),
              "stalls:\n" + stall_table(result).to_string(index=False),
              "memory per allocation site:\n" + memory_table(result).to_string(),
              "per source line:\n" + source_table(result).to_string()]

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from ..errors import EXIT_FAILED, EXIT_OK
 from .kernel_file import UsageError
 from .run import PLOT_FILE, POINTS_FILE, TABLE_FILE, sweep
 from .table import ENGINES
@@ -99,8 +100,6 @@ def _value(text: str) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Run the sweep the parsed command line describes; print the table; return the status."""
-    from ..cli import EXIT_FAILED, EXIT_OK
-
     params = parse_params(args.param)
     if args.check and args.check_max_elements is not None:
         raise UsageError("give --check or --check-max-elements, not both")

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from ..config import NeuronCoreConfig, load_config
-from ..errors import UnsupportedError, expected
+from ..errors import UnsupportedError, caller_loc, expected
 from .kernel_file import UsageError
 from .point import SweepError, load_target, remember, run_point
 from .table import INDEX_COLUMNS, RESULT_COLUMNS, rank
@@ -56,13 +56,21 @@ def expand(params: dict[str, Any] | Iterable[dict[str, Any]]) -> list[dict[str, 
         points: list[dict[str, Any]] = [{}]
         for name, values in choices.items():
             points = [{**p, name: v} for p in points for v in values]
-    else:
+    elif isinstance(params, (list, tuple)) or _is_iterator(params):
         points = list(params)
+    else:
+        raise SweepError(expected("sweep parameters", "a dict of name -> values, or a list of "
+                                  "points (dicts)", f"{type(params).__name__} {params!r}"),
+                         loc=caller_loc())
     for p in points:
         _check_point(p)
     if not points:
         raise SweepError(expected("sweep parameters", "at least one point", "none"))
     return [{n: _plain(v) for n, v in p.items()} for p in points]
+
+
+def _is_iterator(value: Any) -> bool:
+    return hasattr(value, "__next__") and hasattr(value, "__iter__")
 
 
 def _check_point(point: Any) -> None:
@@ -122,6 +130,11 @@ def sweep(target: str, params: dict[str, Any] | Iterable[dict[str, Any]], *,
         columns (:data:`~neuroncore_sim.sweep.table.RESULT_COLUMNS`) and ``best`` (True on the
         fastest point without error), sorted by latency with failed points last.
     """
+    if not isinstance(target, (str, Path)):
+        raise SweepError(expected(
+            "sweep target", '"file.py::kernel" (a path: each worker loads the kernel file)',
+            f"{type(target).__name__} {getattr(target, '__name__', target)!r}"),
+            loc=caller_loc())
     if executor not in EXECUTORS:
         raise SweepError(expected("executor", " or ".join(EXECUTORS), repr(executor)))
     cfg = load_config(config)
@@ -178,9 +191,12 @@ def _in_processes(tasks: list[Task], target: str, cfg: NeuronCoreConfig, check: 
     # fork (Linux): a worker starts in milliseconds with numpy, pandas, this package and the
     # already loaded kernel file in memory, where spawn re-imports all of them (~1 s a worker).
     # Workers only run run_point on picklable arguments, so nothing else of the parent matters.
+    # spawn (macOS, Windows) works too: a worker then imports the package and loads the kernel
+    # file by its path in run_point.
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx)
+    pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_die_with_parent,
+                               initargs=(os.getpid(),))
     lost: list[dict[str, Any]] = []
     try:
         futures = {pool.submit(run_point, target, p, cfg, check): (key, p) for key, p in tasks}
@@ -197,6 +213,32 @@ def _in_processes(tasks: list[Task], target: str, cfg: NeuronCoreConfig, check: 
     pool.shutdown(wait=True)
     if lost:
         raise SweepError(_lost_message(lost, "a worker process died (killed, or out of memory)"))
+
+
+def _die_with_parent(parent: int) -> None:
+    """Worker initializer: end this worker when the sweep's process dies (SIGKILL included),
+    so no orphan keeps running or holds the caller's stdout. Linux: the kernel sends SIGKILL on
+    the parent's death (prctl PR_SET_PDEATHSIG). Elsewhere a daemon thread checks once a second
+    whether the parent is gone (no event tells a process that its parent died there)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        if libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0) == 0:
+            if os.getppid() != parent:  # the parent died before prctl took effect
+                os._exit(1)
+            return
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="ncs-sweep-parent-watch", daemon=True).start()
 
 
 def _on_dask(tasks: list[Task], target: str, cfg: NeuronCoreConfig, check: bool | int,

@@ -144,13 +144,19 @@ def _instance_starts(events: tuple[Event, ...]) -> dict[int, float]:
     return starts
 
 
-def _cause(waited_on: str, program: Program, row: str, source: str) -> tuple[str, str]:
-    """(what the engine waited on, the producer "opcode at file.py:LINE" or "")."""
+def _cause(waited_on: str, program: Program, row: str, source: str,
+           added: dict[int, tuple[str, str]]) -> tuple[str, str]:
+    """(what the engine waited on, the producer "opcode at file.py:LINE" or ""). ``added``:
+    instruction id -> (event opcode, source) of the instructions the timing model added
+    (spill copies, ids after the Program's)."""
     queue, sep, ident = waited_on.partition("#")
     if sep and ident.isdigit() and int(ident) < len(program.instructions):
         ins = program.instructions[int(ident)]
         where = str(ins.loc) if ins.loc is not None else "?"
         return queue, f"{ins.opcode.value} at {where}"
+    if sep and ident.isdigit() and int(ident) in added:
+        opcode, where = added[int(ident)]
+        return queue, f"{opcode} at {where or '?'}"
     if waited_on == LOAD_STATIONARY:  # the matmul's own stationary load
         return "tensor_ls", f"{LOAD_STATIONARY} at {source or '?'}"
     return waited_on, ""
@@ -172,6 +178,8 @@ def top_stalls(program: Program, timing: TimingResult, top: int = TOP_STALLS
     starts = _instance_starts(timing.events)
     prev_end: dict[tuple[str, int], float] = {}
     totals: dict[tuple[str, str, str], list[float]] = {}
+    n = len(program.instructions)
+    added = {e.instr_id: (e.opcode, e.source) for e in timing.events if e.instr_id >= n}
     for e in timing.events:
         if e.engine not in COMPUTE_ROWS:
             continue
@@ -180,7 +188,7 @@ def top_stalls(program: Program, timing: TimingResult, top: int = TOP_STALLS
         prev_end[key] = e.end_ns
         if not e.waited_on or e.start_ns <= free:
             continue
-        what, producer = _cause(e.waited_on, program, e.engine, e.source)
+        what, producer = _cause(e.waited_on, program, e.engine, e.source, added)
         acc = totals.setdefault((e.engine, what, producer), [0.0, 0])
         acc[0] += e.start_ns - free
         acc[1] += 1

@@ -1,10 +1,10 @@
 """On-chip memory capacity: the buffer rings the compiler gives each allocation site, from the
-live ranges of the tiles a kernel allocates, and the SBUF / PSUM capacity check.
+live ranges of the tiles a kernel allocates, and whether they fit in SBUF / PSUM.
 
-This is the one place that decides whether a kernel's tiles fit. The timing model
-(:mod:`.schedule`) uses the rings to assign tiles to physical buffers; a functional-only run
-(``simulate(..., timing=False)``, ``nki.simulate_kernel``) calls :func:`check_capacity` so the
-same :class:`~neuroncore_sim.errors.CapacityError` is reported without timing.
+The timing model (:mod:`.schedule`, through :mod:`.placement`) uses the rings to assign tiles to
+physical buffers; a functional-only run (``simulate(..., timing=False)``,
+``nki.simulate_kernel``) calls :func:`.placement.check_capacity`, so the same errors and spill
+warnings come with or without timing.
 
 The model. The tiles allocated at one source line (``TensorDecl.site``) share a ring of physical
 buffers: ``min(tiles at the site, max(loop_tile_buffers, most tiles of the site live at once))``;
@@ -14,7 +14,20 @@ compiler reserves), or ``ceil(row_bytes / bank)`` whole 2 KiB banks in PSUM (8 b
 as in direct allocation. When the rings of a memory exceed its capacity they shrink one buffer at
 a time down to their live maximum, the ring with the most buffers above its live maximum first,
 so every ring keeps double buffering as long as any ring has more (:func:`_fit`); if that is
-still too much, the kernel does not fit: CapacityError naming the largest allocation sites.
+still too much, the memory is placed by live range and spilled (below).
+A *tile* is one logical block of a tensor: a tensor declared with block dims
+(``nl.ndarray((B0, B1, nl.par_dim(P), F), ...)``) is ``B0 * B1`` tiles, each with its own live
+range (the accesses that touch its columns), as the compiler allocates them; a tensor without
+block dims is one tile. Tile keys (:func:`tile_key`) are the tensor id for a tensor without block
+dims and ``id + (block << 32)`` for block ``block`` of a block tensor.
+
+Over-subscription is not an error: when the rings of a memory do not fit even at their live
+maxima, the compiler places its tiles by live range and spills what does not fit to the next
+memory (the NKI programming model: "the Neuron compiler inserts the necessary spills or refills
+between that memory and the next-tier memory"): SBUF to HBM, PSUM to SBUF (:mod:`.spill`,
+:mod:`.placement`). Only an instruction whose own tiles exceed a memory, and directly allocated
+tiles past the usable memory, are a CapacityError.
+
 SPMD instances run one after another, so each instance is checked on its own.
 """
 
@@ -26,9 +39,9 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from ..config import NeuronCoreConfig
-from ..errors import CapacityError
-from ..program.ir import Instruction, MemSpace, Program, TensorDecl
-
+from ..program.ir import Instruction, MemSpace, TensorDecl
+from .spill import SpillPlan, plan_spills
+from .tiles import BLOCK_SHIFT, block_elems, tile_bytes
 
 @dataclass(frozen=True, slots=True)
 class BufferRing:
@@ -57,42 +70,46 @@ class BufferPlan:
 
     Attributes:
         rings: one ring per allocation site, in order of the site's first use.
-        site_tiles: per ring (same order), the tensor ids of its tiles in first-use order.
-        first: tensor id -> index (in the instance's instruction list) of its first use.
-        last: tensor id -> index of its last use.
+        site_tiles: per ring (same order), the tile keys (:func:`tile_key`) of its tiles in
+            first-use order.
+        first: tile key -> index (in the instance's instruction list) of its first use.
+        last: tile key -> index of its last use.
+        split: tensor id -> :func:`block_elems` of every on-chip tensor touched (0: one tile).
+        decls: tile key -> its tensor.
+        spill: when the SBUF rings do not fit at their live maxima: the placement by live range
+            and what the compiler spills to HBM (:mod:`.spill`); None otherwise.
+        psum_spill: the same for PSUM (spills go to SBUF); None when PSUM fits in its rings
+            or was planned already (``plan_buffers(..., psum_planned=True)``).
     """
 
     rings: tuple[BufferRing, ...]
     site_tiles: tuple[tuple[int, ...], ...]
     first: dict[int, int]
     last: dict[int, int]
+    split: dict[int, int]
+    decls: dict[int, TensorDecl]
+    spill: SpillPlan | None = None
+    psum_spill: SpillPlan | None = None
 
 
-def check_capacity(program: Program, config: NeuronCoreConfig) -> None:
-    """Check that every SPMD instance's tiles fit in SBUF and PSUM.
+def plan_buffers(instrs: list[Instruction], config: NeuronCoreConfig,
+                 psum_planned: bool = False) -> BufferPlan:
+    """The buffer rings of one instance's instructions (see the module docstring), and the
+    placement and spill plans of the memories over-subscribed at the rings' live maxima.
 
-    Raises:
-        CapacityError: some instance needs more than the core has, even with every ring at its
-            live maximum (located at the largest allocation site).
-    """
-    by_instance: dict[int, list[Instruction]] = {}
-    for ins in program.instructions:
-        by_instance.setdefault(ins.instance, []).append(ins)
-    for k in sorted(by_instance):
-        plan_buffers(by_instance[k], config)
-
-
-def plan_buffers(instrs: list[Instruction], config: NeuronCoreConfig) -> BufferPlan:
-    """The buffer rings of one instance's instructions (see the module docstring).
+    Args:
+        psum_planned: PSUM was placed already (the caller inserted its spills): no PSUM plan.
 
     Raises:
-        CapacityError: the rings do not fit even at their live maxima.
+        CapacityError: an instruction's own tiles do not fit in SBUF or PSUM.
     """
     first: dict[int, int] = {}
     last: dict[int, int] = {}
     decls: dict[int, TensorDecl] = {}
     placed: dict[int, TensorDecl] = {}
+    split: dict[int, int] = {}
     hbm = MemSpace.HBM
+    shift = BLOCK_SHIFT
     for i, ins in enumerate(instrs):
         for operands in (ins.srcs, ins.dsts):  # sources first, as Instruction.accesses()
             for a in operands.values():
@@ -103,16 +120,49 @@ def plan_buffers(instrs: list[Instruction], config: NeuronCoreConfig) -> BufferP
                 if t.placement is not None:  # directly allocated: no ring, its own addresses
                     placed[tid] = t
                     continue
-                if tid not in first:
-                    first[tid] = i
-                    decls[tid] = t
-                last[tid] = i
+                per = split.get(tid)
+                if per is None:
+                    per = split[tid] = block_elems(t)
+                if per == 0:
+                    if tid not in first:
+                        first[tid] = i
+                        decls[tid] = t
+                    last[tid] = i
+                    continue
+                hi = (max(a.col_hi, a.col_lo + 1) - 1) // per
+                for b in range(a.col_lo // per, hi + 1):
+                    key = tid + (b << shift)
+                    if key not in first:
+                        first[key] = i
+                        decls[key] = t
+                    last[key] = i
     sites: dict[tuple[object, ...], list[int]] = {}
-    for tid in first:  # insertion order = order of first use
-        sites.setdefault(_site_key(decls[tid]), []).append(tid)
-    rings = [_ring(tids, decls, first, last, config) for tids in sites.values()]
-    rings = _fit(rings, config, _placed_bytes(placed.values(), config))
-    return BufferPlan(tuple(rings), tuple(tuple(t) for t in sites.values()), first, last)
+    for key in first:  # insertion order = order of first use
+        sites.setdefault(_site_key(decls[key]), []).append(key)
+    rings = [_ring(keys, decls, first, last, config) for keys in sites.values()]
+    placed_bytes = _placed_bytes(placed.values(), config)
+    rings, over = _fit(rings, config, placed_bytes)
+    spill = psum_spill = None
+    if MemSpace.SBUF in over:  # over-subscribed at the rings' live maxima: place by live range
+        sb = MemSpace.SBUF
+        spill = plan_spills(instrs, split, decls, last, _capacity(sb, config, placed_bytes),
+                            tile_bytes, placed_bytes[sb], sb)
+    if MemSpace.PSUM in over and not psum_planned:
+        ps = MemSpace.PSUM
+        bank = config.psum_bank_bytes
+        psum_spill = plan_spills(instrs, split, decls, last,
+                                 _capacity(ps, config, placed_bytes),
+                                 lambda t: math.ceil(tile_bytes(t) / bank) * bank,
+                                 placed_bytes[ps], ps)
+    return BufferPlan(tuple(rings), tuple(tuple(t) for t in sites.values()), first, last,
+                      split, decls, spill, psum_spill)
+
+
+def _capacity(space: MemSpace, config: NeuronCoreConfig, placed: dict[MemSpace, int]) -> int:
+    """Bytes per partition of ``space`` left to compiler-managed tiles."""
+    total = (config.sbuf_usable_bytes_per_partition if space is MemSpace.SBUF
+             else config.psum_bytes_per_partition)
+    return total - placed[space]
 
 
 def _site_key(t: TensorDecl) -> tuple[object, ...]:
@@ -130,7 +180,7 @@ def _ring(tids: list[int], decls: dict[int, TensorDecl], first: dict[int, int],
         heapq.heappush(live, last[tid])
         live_max = max(live_max, len(live))
     t0 = decls[tids[0]]
-    row_bytes = max(decls[t].row_bytes for t in tids)
+    row_bytes = max(tile_bytes(decls[t]) for t in tids)
     if t0.space is MemSpace.PSUM:
         slot = math.ceil(row_bytes / config.psum_bank_bytes) * config.psum_bank_bytes
     else:
@@ -165,13 +215,19 @@ def _placed_bytes(placed: Iterable[TensorDecl], config: NeuronCoreConfig) -> dic
 
 
 def _fit(rings: list[BufferRing], config: NeuronCoreConfig,
-         placed: dict[MemSpace, int]) -> list[BufferRing]:
+         placed: dict[MemSpace, int]) -> tuple[list[BufferRing], set[MemSpace]]:
     """Shrink rings towards their live maximum until each space fits in what directly allocated
     tiles leave free, keeping every ring's prefetch depth (buffers above its live maximum) as
-    even as possible; then give buffers back where they still fit (docs/model.md)."""
-    capacity = {MemSpace.SBUF: config.sbuf_usable_bytes_per_partition - placed[MemSpace.SBUF],
-                MemSpace.PSUM: config.psum_bytes_per_partition - placed[MemSpace.PSUM]}
+    even as possible; then give buffers back where they still fit (docs/model.md).
+
+    Returns:
+        (rings, over): ``over`` holds the memories that do not fit even at the live maxima
+        (their rings are then at their live maxima; the caller places them by live range).
+    """
+    capacity = {space: _capacity(space, config, placed) for space in (MemSpace.SBUF,
+                                                                       MemSpace.PSUM)}
     rings = list(rings)
+    over: set[MemSpace] = set()
     for space, cap in capacity.items():
         idx = [k for k, r in enumerate(rings) if r.space is space]
         wanted = {k: rings[k].buffers for k in idx}
@@ -179,7 +235,8 @@ def _fit(rings: list[BufferRing], config: NeuronCoreConfig,
         while total > cap:
             k = _next_to_shrink([(k, rings[k]) for k in idx], total - cap)
             if k is None:
-                _raise_capacity(space, [rings[k] for k in idx], total, cap, placed[space])
+                over.add(space)
+                break
             rings[k] = _resized(rings[k], -1)
             total -= rings[k].slot_bytes
         while True:  # a shrink the later ones made unnecessary is undone
@@ -190,7 +247,7 @@ def _fit(rings: list[BufferRing], config: NeuronCoreConfig,
             k = min(room, key=lambda j: (_spare(rings[j]), rings[j].slot_bytes, j))
             rings[k] = _resized(rings[k], +1)
             total += rings[k].slot_bytes
-    return rings
+    return rings, over
 
 
 def _next_to_shrink(rings: list[tuple[int, BufferRing]], over: int) -> int | None:
@@ -214,16 +271,3 @@ def _spare(r: BufferRing) -> int:
 
 def _resized(r: BufferRing, delta: int) -> BufferRing:
     return BufferRing(r.site, r.space, r.tiles, r.live_max, r.buffers + delta, r.slot_bytes)
-
-
-def _raise_capacity(space: MemSpace, rings: list[BufferRing], total: int, cap: int,
-                    placed: int) -> None:
-    order = sorted(rings, key=lambda r: -r.buffers * r.slot_bytes)
-    parts = ", ".join(f"{r.site} ({r.buffers} x {r.slot_bytes} B)" for r in order[:6])
-    more = f" and {len(order) - 6} more" if len(order) > 6 else ""
-    if placed:
-        more += f" (directly allocated tiles take another {placed} bytes per partition)"
-    raise CapacityError(
-        f"{space.value.upper()} capacity: tiles live at once need {total} bytes per partition, "
-        f"available {cap}; allocation sites: {parts}{more}",
-        loc=order[0].site if order and ":" in order[0].site else None)

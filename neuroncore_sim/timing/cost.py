@@ -29,10 +29,9 @@ from ..config import NeuronCoreConfig
 from .cost_select import SELECT_FORMULAS, SELECT_MAIN_ROLE
 from ..dtypes import dtype_name
 from .events import KernelWork
-from ..program.ir import Access, Engine, Instruction, MemSpace, Opcode, Program
+from ..program.ir import DMA_OPCODES, Access, Engine, Instruction, MemSpace, Opcode, Program
 
 #: Opcodes executed by the DMA engines rather than a compute engine.
-DMA_OPCODES = frozenset({Opcode.DMA_COPY, Opcode.DMA_TRANSPOSE})
 
 #: The operand whose free size is the ``N`` of each formula (memset/iota: the output).
 _MAIN_ROLE: dict[Opcode, str] = {

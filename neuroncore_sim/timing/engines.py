@@ -46,13 +46,12 @@ from ..config import NeuronCoreConfig
 from .cost import (cycles_to_ns, instruction_cycles, kernel_work, matmul_stage_cycles,
                    pipeline_latency_ns)
 from .dma import DmaEngines
+from .events import (COMPUTE_ROWS, DMA_ROW_PREFIX, LOAD_STATIONARY, MULTIPLY_MOVING,
+                     TENSOR_LS_ROW, Event, TimingResult, dma_row, is_dma_row)
 from .hoist import loop_invariant
-from .events import (LOAD_STATIONARY, MULTIPLY_MOVING, TENSOR_LS_ROW, Event, TimingResult,
-                     DMA_ROW_PREFIX, dma_row, is_dma_row)
 from ..program.ir import Engine, Instruction, MemSpace, Opcode, Program
 from .schedule import DMA_QUEUE, RAW, WAR, InstanceSchedule, build_schedule
 
-_ENGINE_ORDER = ("tensor", "vector", "scalar", "gpsimd", "sync")
 _SBUF_SHARERS = (Engine.VECTOR, Engine.GPSIMD)
 _PSUM_SHARERS = (Engine.VECTOR, Engine.SCALAR)
 
@@ -94,7 +93,8 @@ def simulate_timing(program: Program, config: NeuronCoreConfig,
         busy[e.engine] = busy.get(e.engine, 0.0) + (e.end_ns - e.start_ns)
     latency = max((e.end_ns for e in events), default=0.0)
     return TimingResult(events=tuple(events), latency_ns=latency, busy_ns=busy,
-                        instruction_end_ns=ends, work=kernel_work(program, config))
+                        instruction_end_ns=ends, work=kernel_work(program, config),
+                        warnings=schedule.warnings)
 
 
 class _Ticker:
@@ -116,8 +116,8 @@ class _Ticker:
 
 def _row_rank(row: str) -> tuple[int, int, str]:
     """Display order of rows: compute engines, tensor_ls, then dma0..dma15 numerically."""
-    if row in _ENGINE_ORDER:
-        return (0, _ENGINE_ORDER.index(row), row)
+    if row in COMPUTE_ROWS:
+        return (0, COMPUTE_ROWS.index(row), row)
     if is_dma_row(row):
         return (2, int(row[len(DMA_ROW_PREFIX):]), row)
     return (1, 0, row)
@@ -188,7 +188,7 @@ class _InstanceRun:
 
     def run(self) -> float:
         """Run the instance; return the time its last instruction ends."""
-        for name in _ENGINE_ORDER:
+        for name in COMPUTE_ROWS:
             ids = self.inst.queues.get(name)
             if not ids:
                 continue
@@ -271,8 +271,9 @@ class _InstanceRun:
                 dur += self.overhead.get(iid, 0.0)
             start = env.now
             self._finish(iid, start + dur)
-            self._record(ins, engine.value, ins.opcode.value, start, start + dur,
-                         _nbytes(ins), why)
+            # a PSUM spill copy (placement.py) shows as such; its Instruction is a tensor_copy
+            self._record(ins, engine.value, ins.attrs.get("spill") or ins.opcode.value, start,
+                         start + dur, _nbytes(ins), why)
             yield env.timeout(dur)
             for port, req, _ in held:
                 port.release(req)
@@ -327,7 +328,8 @@ class _InstanceRun:
         why = yield from self._wait(self.edges[iid])
         done, placed = self.dma.issue(ins, self.env.now)
         self._finish(iid, done)
-        opcode = ins.opcode.value
+        # a spill save / reload (schedule.py) shows as such; its Instruction is a dma_copy
+        opcode = ins.attrs.get("spill") or ins.opcode.value
         for pt in placed:
             self._record(ins, dma_row(pt.engine_index), opcode, pt.start_ns,
                          pt.end_ns, pt.transfer.nbytes, "dma_engine" if pt.engine_wait else why)

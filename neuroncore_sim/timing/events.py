@@ -26,10 +26,19 @@ LOAD_STATIONARY = "load_stationary"
 MULTIPLY_MOVING = "multiply_moving"
 #: Row of the LoadStationary stages.
 TENSOR_LS_ROW = "tensor_ls"
+#: Opcodes of the spill DMAs the compiler adds (timing/spill.py): SBUF to HBM and back. Their
+#: Instruction is a dma_copy; the events name them.
+SPILL_SAVE = "spill_save"
+SPILL_RELOAD = "spill_reload"
+#: The same for PSUM, spilled to SBUF by VectorE copies (their Instruction is a tensor_copy).
+PSUM_SPILL_SAVE = "psum_spill_save"
+PSUM_SPILL_RELOAD = "psum_spill_reload"
 #: Prefix of the DMA engine rows ("dma0" .. "dma15").
 DMA_ROW_PREFIX = "dma"
-#: The compute engine rows, in display order.
-COMPUTE_ROWS = ("tensor", "vector", "scalar", "gpsimd", "sync")
+#: The four compute engines, in display order.
+MAIN_ENGINES = ("tensor", "vector", "scalar", "gpsimd")
+#: The rows of the engines that run instruction streams, in display order.
+COMPUTE_ROWS = MAIN_ENGINES + ("sync",)
 
 
 def dma_row(engine_index: int) -> str:
@@ -108,6 +117,8 @@ class TimingResult:
         instruction_end_ns: ``Instruction.id`` -> when it completed (last stage or last
             transfer).
         work: the launch's total work (FLOPs, bytes), for bounds and utilisation.
+        warnings: what the timing model found worth a warning (a SpillWarning when SBUF tiles
+            are spilled), for the caller to show.
     """
 
     events: tuple[Event, ...]
@@ -115,6 +126,7 @@ class TimingResult:
     busy_ns: dict[str, float] = field(default_factory=dict)
     instruction_end_ns: dict[int, float] = field(default_factory=dict)
     work: KernelWork = field(default_factory=KernelWork)
+    warnings: tuple[Warning, ...] = ()
 
     @property
     def dma_busy_ns(self) -> float:

@@ -1,11 +1,15 @@
 """SBUF and PSUM use over time: the tiles a launch allocates and when each is live.
 
-A tile (an SBUF or PSUM tensor) is live from the start of the first instruction that touches it
-to the end of the last one, in simulated time (the same first-to-last-use live range the
-scheduler gives its buffer rings, :mod:`neuroncore_sim.timing.schedule`). It takes its row bytes in
-every partition; a PSUM tile takes whole banks (``ceil(row_bytes / psum_bank_bytes)`` of
+A tile (an SBUF or PSUM tensor, or one block of a tensor with block dims, :mod:`.tiles`) is live
+from the start of the first instruction that touches it to the end of the last one, in simulated
+time (the same first-to-last-use live range the scheduler gives its buffer rings,
+:mod:`neuroncore_sim.timing.schedule`). It takes its bytes per partition in every partition; a PSUM tile takes whole banks (``ceil(row_bytes / psum_bank_bytes)`` of
 them), as the allocator gives them. Summing the live tiles gives the bytes per partition in use
 at every instant, its peak, when the peak happens and which allocation sites hold it.
+
+The peak is the demand of the live ranges: when it exceeds the capacity the compiler spills
+(:mod:`.spill`); the spill DMAs' bytes are summed from the events (``spill_save_bytes``,
+``spill_reload_bytes``, ``spill_sites``).
 
 Plain data and numpy only; :mod:`neuroncore_sim.report.tables` turns it into tables and
 :mod:`neuroncore_sim.report.plot` into a panel.
@@ -20,8 +24,10 @@ from typing import Any
 import numpy as np
 
 from ..config import NeuronCoreConfig
-from .events import TimingResult
 from ..program.ir import MemSpace, Program
+from .events import (PSUM_SPILL_RELOAD, PSUM_SPILL_SAVE, SPILL_RELOAD, SPILL_SAVE, TimingResult,
+                     is_dma_row)
+from .tiles import access_keys, block_elems, key_tensor, tile_bytes
 
 #: The on-chip memories tracked, in display order.
 SPACES = (MemSpace.SBUF, MemSpace.PSUM)
@@ -67,27 +73,32 @@ def tile_lives(program: Program, timing: TimingResult, config: NeuronCoreConfig
     ends = timing.instruction_end_ns
     first: dict[int, float] = {}
     last: dict[int, float] = {}
+    split: dict[int, int] = {}
     for ins in program.instructions:
         if ins.id not in ends:
             continue  # not timed (a PSUM zeros memset folded into its first matmul): never ran
         t_end = ends[ins.id]
         t_start = starts.get(ins.id, t_end)
         for a, _ in ins.accesses():
-            tid = a.tensor.id
             if a.space is MemSpace.HBM:
                 continue
-            if tid not in first or t_start < first[tid]:
-                first[tid] = t_start
-            if tid not in last or t_end > last[tid]:
-                last[tid] = t_end
+            tid = a.tensor.id
+            per = split.get(tid)
+            if per is None:
+                per = split[tid] = block_elems(a.tensor) if a.tensor.placement is None else 0
+            for key in access_keys(a, per):
+                if key not in first or t_start < first[key]:
+                    first[key] = t_start
+                if key not in last or t_end > last[key]:
+                    last[key] = t_end
     out = []
-    for tid in first:
-        t = program.tensors[tid]
-        size = t.row_bytes
+    for key in first:
+        t = program.tensors[key_tensor(key)]
+        size = tile_bytes(t) if split[t.id] else t.row_bytes
         if t.space is MemSpace.PSUM:
             size = math.ceil(size / config.psum_bank_bytes) * config.psum_bank_bytes
         site = str(t.site) if t.site is not None else f"tensor {t.name}"
-        out.append(TileLife(t.name, site, t.space, size, first[tid], last[tid]))
+        out.append(TileLife(t.name, site, t.space, size, first[key], last[key]))
     return out
 
 
@@ -139,4 +150,31 @@ def memory_summary(program: Program, timing: TimingResult, config: NeuronCoreCon
                    ) -> dict[str, dict[str, Any]]:
     """:func:`peak_use` of SBUF and of PSUM, keyed "sbuf" and "psum"."""
     lives = tile_lives(program, timing, config)
-    return {space.value: peak_use(lives, space, config) for space in SPACES}
+    out = {space.value: peak_use(lives, space, config) for space in SPACES}
+    out["sbuf"].update(spill_use(timing, SPILL_SAVE, SPILL_RELOAD))
+    out["psum"].update(spill_use(timing, PSUM_SPILL_SAVE, PSUM_SPILL_RELOAD))
+    return out
+
+
+def spill_use(timing: TimingResult, save_op: str, reload_op: str) -> dict[str, Any]:
+    """What the compiler spilled (:mod:`.spill`), from the spill copies' events.
+
+    Returns:
+        ``spill_save_bytes`` (all partitions; SBUF to HBM, or PSUM to SBUF),
+        ``spill_reload_bytes`` (back) and ``spill_sites``: allocation site -> bytes its spill
+        saves stored, largest first. Zeros and {} when nothing was spilled.
+    """
+    save = reload = 0
+    sites: dict[str, int] = {}
+    for e in timing.events:
+        if e.opcode != save_op and e.opcode != reload_op:
+            continue
+        # a DMA event's bytes are moved bytes; a copy on an engine counts read plus written
+        moved = e.nbytes if is_dma_row(e.engine) else e.nbytes // 2
+        if e.opcode == save_op:
+            save += moved
+            sites[e.source] = sites.get(e.source, 0) + moved
+        else:
+            reload += moved
+    order = dict(sorted(sites.items(), key=lambda kv: (-kv[1], kv[0])))
+    return {"spill_save_bytes": save, "spill_reload_bytes": reload, "spill_sites": order}

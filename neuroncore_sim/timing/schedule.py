@@ -17,6 +17,16 @@ slot of its ring; its first instruction then waits (WAW/WAR) for the live access
 previous occupant. This is what lets the load of iteration i+1 overlap the compute of iteration
 i, and what serialises a kernel with too little memory.
 
+A tensor with block dims is one tile per block (:mod:`.tiles`): its blocks have their own live
+ranges and ring slots, and a block reusing a slot waits only for the accesses of the previous
+occupant's columns.
+
+Spills. When a memory's rings do not fit, :mod:`.placement` places its tiles by live range and
+inserts the spill copies into the instance's instruction stream (SBUF: ``dma_copy`` to HBM and
+back; PSUM: VectorE ``tensor_copy`` to SBUF and back); the ordinary hazards order them after
+the tile's writes and before its next reads, and a tile placed by live range waits for the live
+accesses of the tiles whose memory it takes (including a save), instead of a ring slot.
+
 SPMD instances run one after another with a full barrier between them (the docs: instances
 execute serially on one NeuronCore), so each instance is scheduled on its own.
 """
@@ -26,17 +36,21 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
-from .capacity import BufferRing, plan_buffers
+from ..errors import SpillWarning
+from .capacity import BufferPlan, BufferRing
 from ..config import NeuronCoreConfig
-from ..program.ir import Access, Engine, Instruction, MemSpace, Opcode, Program
+from ..program.ir import DMA_OPCODES, Access, Engine, Instruction, MemSpace, Opcode, Program
+from .placement import InstancePlan, NewIds, plan_instance, spill_warnings
 from .psum_zeros import folded_psum_zeros
+from .tiles import BLOCK_SHIFT, access_keys, tile_cols
+
+_TID_MASK = (1 << BLOCK_SHIFT) - 1
 
 RAW, WAW, WAR = 0, 1, 2
 #: Edge kind names, indexed by the kind code.
 KIND_NAMES = ("RAW", "WAW", "WAR")
 #: Queue name of the DMA instructions (issued dataflow-style, not in order).
 DMA_QUEUE = "dma"
-_DMA_OPCODES = (Opcode.DMA_COPY, Opcode.DMA_TRANSPOSE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,58 +81,67 @@ class InstanceSchedule:
 
 @dataclass(frozen=True, slots=True)
 class Schedule:
-    """The schedule of a whole launch: one :class:`InstanceSchedule` per instance, in order."""
+    """The schedule of a whole launch: one :class:`InstanceSchedule` per instance, in order,
+    and the SpillWarnings of a launch whose tiles are spilled (for the caller to show)."""
 
     instances: tuple[InstanceSchedule, ...]
+    warnings: tuple[SpillWarning, ...] = ()
 
 
 def queue_name(ins: Instruction) -> str:
     """The queue an instruction goes to: its engine name, or "dma" for DMA opcodes."""
-    return DMA_QUEUE if ins.opcode in _DMA_OPCODES else ins.engine.value
+    return DMA_QUEUE if ins.opcode in DMA_OPCODES else ins.engine.value
 
 
 def build_schedule(program: Program, config: NeuronCoreConfig) -> Schedule:
     """Queues, dependency edges and buffer rings of every instance of ``program``.
 
     Raises:
-        CapacityError: the tiles of some instance do not fit in SBUF or PSUM even with every
-            ring at its live maximum.
+        CapacityError: one instruction's own tiles exceed SBUF or PSUM (anything else that
+            does not fit is spilled, :mod:`.placement`).
     """
     by_instance: dict[int, list[Instruction]] = {}
     for ins in program.instructions:
         by_instance.setdefault(ins.instance, []).append(ins)
-    return Schedule(tuple(_schedule_instance(k, by_instance[k], config)
-                          for k in sorted(by_instance)))
+    ids = NewIds.after(program)
+    plans: list[InstancePlan] = []
+    instances = tuple(_schedule_instance(k, by_instance[k], config, ids, plans)
+                      for k in sorted(by_instance))
+    return Schedule(instances, tuple(spill_warnings(plans)))
 
 
-def _schedule_instance(instance: int, instrs: list[Instruction],
-                       config: NeuronCoreConfig) -> InstanceSchedule:
+def _schedule_instance(instance: int, instrs: list[Instruction], config: NeuronCoreConfig,
+                       ids: NewIds, plans: list[InstancePlan]) -> InstanceSchedule:
     folded = folded_psum_zeros(instrs)  # PSUM zeros the compiler folds into matmuls
     if folded:
         instrs = [ins for ins in instrs if ins.id not in folded]
-    rings, prev_occupant, first_use = _assign_buffers(instrs, config)
+    ip = plan_instance(instrs, config, ids)  # rings; placement and spills where they do not fit
+    plans.append(ip)
+    instrs, plan = ip.instrs, ip.plan
+    prev_occupant, first_use = _assign_buffers(instrs, plan, skip=ip.unringed)
     queues: dict[str, list[int]] = {}
     for ins in instrs:
         queues.setdefault(queue_name(ins), []).append(ins.id)
-    deps, ls_deps, ls_skip = _hazards(instrs, prev_occupant, first_use)
+    deps, ls_deps, ls_skip = _hazards(instrs, prev_occupant, first_use, plan, ip.takes)
     return InstanceSchedule(instance, tuple(instrs), {k: tuple(v) for k, v in queues.items()},
-                            deps, ls_deps, frozenset(ls_skip), rings)
+                            deps, ls_deps, frozenset(ls_skip), plan.rings)
 
 
 # --- buffer rings ---------------------------------------------------------------------------------
 
-def _assign_buffers(instrs: list[Instruction], config: NeuronCoreConfig
-                    ) -> tuple[tuple[BufferRing, ...], dict[int, int], dict[int, list[int]]]:
-    """Rings per site (:func:`.capacity.plan_buffers`), the previous occupant of each tile's
-    slot (tensor id -> tensor id) and, per instruction index, the tiles it touches first."""
-    plan = plan_buffers(instrs, config)
+def _assign_buffers(instrs: list[Instruction], plan: BufferPlan, skip: set[int] | None = None
+                    ) -> tuple[dict[int, int], dict[int, list[int]]]:
+    """The previous occupant of each tile's slot in its ring (tile key -> tile key) and, per
+    instruction id, the tiles it touches first (tiles in ``skip`` get no slot)."""
     prev: dict[int, int] = {}
     for ring, tids in zip(plan.rings, plan.site_tiles):
+        if skip and tids[0] in skip:
+            continue
         prev.update(_slots(tids, plan.first, plan.last, ring.buffers))
     first_use: dict[int, list[int]] = {}
     for tid in prev:
-        first_use.setdefault(plan.first[tid], []).append(tid)
-    return plan.rings, prev, first_use
+        first_use.setdefault(instrs[plan.first[tid]].id, []).append(tid)
+    return prev, first_use
 
 
 def _slots(tids: tuple[int, ...], first: dict[int, int], last: dict[int, int],
@@ -143,7 +166,8 @@ def _slots(tids: tuple[int, ...], first: dict[int, int], last: dict[int, int],
 # --- hazards --------------------------------------------------------------------------------------
 
 def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
-             first_use: dict[int, list[int]]
+             first_use: dict[int, list[int]], plan: BufferPlan,
+             takes: dict[int, list[tuple[int, tuple[int, ...]]]]
              ) -> tuple[dict[int, tuple[tuple[int, int], ...]], dict[int, tuple[int, ...]],
                         list[int]]:
     # Live accesses per (tensor id, row bucket): lists of (row_lo, row_hi, col_lo, col_hi, id).
@@ -157,30 +181,43 @@ def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
     ls_skip: list[int] = []
     last_stationary: tuple[object, ...] | None = None
     live = _LiveAccesses(writes, reads, n_buckets)
-    #: tile id -> the accesses of its slot's previous occupant (dependency kind per instruction)
+    split = plan.split
+    #: tile key -> the accesses of its slot's previous occupant (dependency kind per instruction)
     slot_waits: dict[int, dict[int, int]] = {}
     placed_writes = 0
-    for i, ins in enumerate(instrs):
+    for ins in instrs:
         me, q = ins.id, queue_name(ins)
         queue_of[me] = q
         found: dict[int, int] = {}
-        for tid in first_use.get(i, ()):  # the tile's slot was used by an earlier tile
-            old = prev_occupant[tid]
+        for key in first_use.get(me, ()):  # the tile's slot was used by an earlier tile
+            old = prev_occupant[key]
             waits: dict[int, int] = {}
-            for b in range(n_buckets.get(old, 0)):
-                for *_, j in writes.pop((old, b), ()):
-                    waits[j] = min(waits.get(j, WAW), WAW)
-                for *_, j in reads.pop((old, b), ()):
-                    waits[j] = min(waits.get(j, WAR), WAR)
-            slot_waits[tid] = waits
+            if split.get(old & _TID_MASK):  # one block of a tensor: its columns only
+                live.touching(old & _TID_MASK, *tile_cols(old, plan.decls[old]), waits)
+            else:
+                for b in range(n_buckets.get(old, 0)):
+                    for *_, j in writes.pop((old, b), ()):
+                        waits[j] = min(waits.get(j, WAW), WAW)
+                    for *_, j in reads.pop((old, b), ()):
+                        waits[j] = min(waits.get(j, WAR), WAR)
+            slot_waits[key] = waits
+        for key, holders in takes.get(me, ()):  # placed by live range (spill.py): the
+            waits = {}  # tile's memory was last held by these tiles, dead or spilled
+            for h in holders:
+                live.touching(h & _TID_MASK, *tile_cols(h, plan.decls[h]), waits)
+            slot_waits[key] = waits
         # Every access of a tile in a reused slot waits for the slot's previous occupant, not
         # only the first: a tile filled by several DMAs (dataflow, unordered) would otherwise
         # overwrite the old tile while it is still being read.
-        for a, _ in ins.accesses():
-            waits = slot_waits.get(a.tensor.id)
-            if waits:
-                for j, k in waits.items():
-                    found[j] = min(found.get(j, k), k)
+        if slot_waits:
+            for a, _ in ins.accesses():
+                tid = a.tensor.id
+                per = split.get(tid)
+                for key in (access_keys(a, per) if per else (tid,)):
+                    waits = slot_waits.get(key)
+                    if waits:
+                        for j, k in waits.items():
+                            found[j] = min(found.get(j, k), k)
         stationary: list[int] = []
         for role, a in ins.srcs.items():
             hits = live.read(a, me, found)
@@ -256,6 +293,17 @@ class _LiveAccesses:
         if tid not in self.n_buckets:
             self.n_buckets[tid] = -(-max(1, rows) // size)
         return range(r_lo // size, (r_hi - 1) // size + 1)
+
+    def touching(self, tid: int, c_lo: int, c_hi: int, found: dict[int, int]) -> None:
+        """Edges (WAW from writes, WAR from reads) from every live access of tensor ``tid``
+        within columns ``[c_lo, c_hi)``, kept live (other blocks of the tensor may need them)."""
+        for b in range(self.n_buckets.get(tid, 0)):
+            for _, _, lo, hi, j in self.writes.get((tid, b), ()):
+                if lo < c_hi and c_lo < hi:
+                    found[j] = min(found.get(j, WAW), WAW)
+            for _, _, lo, hi, j in self.reads.get((tid, b), ()):
+                if lo < c_hi and c_lo < hi:
+                    found[j] = min(found.get(j, WAR), WAR)
 
     def read(self, a: Access, me: int, found: dict[int, int]) -> list[int]:
         """Record a read; RAW edges from the overlapping live writes. Returns their

@@ -214,6 +214,8 @@ class Memory:
         if (st is None or (self._unfilled and t in self._unfilled)
                 or (self._lazy and t in self._lazy)):
             st = self.storage(t)  # fills, copies pending loads, or raises the AccessError
+        if access.view_dtype is not None:  # t.view(dtype): the same bytes as another dtype
+            st = st.view(storage_dtype(access.view_dtype))
         isz = st.itemsize
         pattern = access.pattern
         try:

@@ -41,8 +41,8 @@ from typing import Iterator
 import numpy as np
 
 from ...program.ir import TensorDecl
+from ...dtypes import float32
 
-_F32 = np.dtype(np.float32)
 #: Below this many output rows (or columns) a GEMM is not split: the parts would be too small
 #: for BLAS to run efficiently.
 MIN_PART = 64
@@ -71,13 +71,18 @@ def _forget_pools_in_child() -> None:
     _pools_lock = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_forget_pools_in_child)
+_fork_hook_registered = False
 
 
 def _shared_pool(threads: int) -> ThreadPoolExecutor:
     """The process's GEMM thread pool of ``threads`` threads (created on first use, kept: its
-    idle threads cost nothing and launches reuse them)."""
+    idle threads cost nothing and launches reuse them). The first pool registers the fork hook
+    that makes a forked child forget the pools (nothing is registered by importing this)."""
+    global _fork_hook_registered
     with _pools_lock:
+        if not _fork_hook_registered:
+            os.register_at_fork(after_in_child=_forget_pools_in_child)
+            _fork_hook_registered = True
         pool = _pools.get(threads)
         if pool is None:
             pool = _pools[threads] = ThreadPoolExecutor(max_workers=threads,
@@ -153,7 +158,7 @@ class GemmJob:
         self.targets = targets
         self.reads = reads
         self.writes = writes
-        self.result = np.empty((stationary.shape[1], moving.shape[1]), _F32)
+        self.result = np.empty((stationary.shape[1], moving.shape[1]), float32)
         self._parts: list[Future] = []
 
     def start(self, pool: ThreadPoolExecutor | None, ways: int) -> None:

@@ -24,10 +24,10 @@ import numpy as np
 
 from ...program.ir import Access, TensorDecl
 from ..memory import CopyIndex, Memory
+from ...dtypes import float32
 
-_F32 = np.dtype(np.float32)
 #: Largest HBM tensor (float32 bytes) given a float32 copy; larger ones take the stacking path.
-MAX_F32_COPY_BYTES = 512 * 1024 * 1024
+MAXfloat32_COPY_BYTES = 512 * 1024 * 1024
 
 
 class HbmRegion(NamedTuple):
@@ -77,7 +77,8 @@ class HbmOrigins:
         """The HBM region holding the same values as tile region ``a`` (a two-level access
         with unit free stride inside one loaded region), or None."""
         entries = self._copies.get(a.tensor)
-        if not entries or len(a.pattern) != 2 or a.pattern[1][0] != 1:
+        if (not entries or len(a.pattern) != 2 or a.pattern[1][0] != 1
+                or a.view_dtype is not None):  # (bytes read as another dtype: not the copy)
             return None
         # Newest first: a K loop reads the tile it just loaded (a block tile holds one load
         # per K step).
@@ -97,8 +98,8 @@ class HbmOrigins:
         copy of the whole tensor made on first use; None when the tensor is too large."""
         arr = self._f32.get(hbm)
         if arr is None:
-            if hbm.size * 4 > MAX_F32_COPY_BYTES:
+            if hbm.size * 4 > MAXfloat32_COPY_BYTES:
                 return None
-            arr = self._f32[hbm] = self._memory.storage(hbm).astype(_F32)
-        return np.ndarray([n for _, n in pattern], _F32, arr, offset * 4,
+            arr = self._f32[hbm] = self._memory.storage(hbm).astype(float32)
+        return np.ndarray([n for _, n in pattern], float32, arr, offset * 4,
                           [s * 4 for s, _ in pattern])

@@ -57,6 +57,10 @@ class PipelinedExecutor:
         self._error: BaseException | None = None
         self._caught_up = threading.Event()  # set by the worker when the backlog is short
         self._waiting = False  # the kernel's thread waits for _caught_up
+        #: set (under _lock) when the worker has stopped; nothing queued after runs
+        self._stopped = False
+        self._closed_cleanly = False
+        self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="neuroncore_sim-values",
                                         daemon=True)
         self._thread.start()
@@ -107,41 +111,60 @@ class PipelinedExecutor:
     def first_error(self) -> BaseException | None:
         """Wait for the worker, then return the error of the first instruction that failed (or
         None), without raising it."""
-        if self._thread.is_alive():
-            done = threading.Event()
-            self._queue.put((_DRAINED, done))
-            while not done.wait(0.5):  # never hang on a worker that is gone
-                if not self._thread.is_alive():
-                    raise RuntimeError("internal: the values worker of this launch stopped")
+        with self._lock:  # (a worker that stops sets every marker queued before it stopped)
+            done = None if self._stopped else threading.Event()
+            if done is not None:
+                self._queue.put((_DRAINED, done))
+        if done is not None:
+            done.wait()
         return self._error
 
     def close(self) -> None:
         """Stop the worker thread, once it has run what is queued."""
-        if self._thread.is_alive():
-            self._queue.put(None)
-            self._thread.join()
+        with self._lock:
+            stopped = self._stopped
+            if not stopped:
+                self._queue.put(None)
+        self._thread.join()
 
     # --- worker ----------------------------------------------------------------------------------
 
     def _put(self, fn: Callable[..., Any], *args: Any) -> None:
         if self._error is not None:
             raise self._error
-        if not self._thread.is_alive():
+        if self._stopped:
             raise RuntimeError("internal: the values worker of this launch has been closed")
         self._queue.put((fn, args))
         if self._queue.qsize() > AHEAD_HIGH:  # let the worker catch up (see AHEAD_HIGH)
             self._caught_up.clear()
             self._waiting = True  # (after clear: the worker sets the event only after this)
-            while self._queue.qsize() > AHEAD_LOW and not self._caught_up.wait(0.5):
-                if not self._thread.is_alive():
-                    break
+            # The worker sets the event at the first call it takes with at most AHEAD_LOW left
+            # (only this thread adds calls, so the backlog then stays short), or when it stops.
+            if self._queue.qsize() > AHEAD_LOW:
+                self._caught_up.wait()
             self._waiting = False
 
     def _run(self) -> None:
+        try:
+            self._serve()
+        finally:
+            # Stopped (closed, or broken by a bug): wake every waiter, now and later.
+            with self._lock:
+                self._stopped = True
+                if self._error is None and not self._closed_cleanly:
+                    self._error = RuntimeError("internal: the values worker of this launch "
+                                               "stopped")
+                while not self._queue.empty():
+                    item = self._queue.get()
+                    if item is not None and item[0] is _DRAINED:
+                        item[1].set()
+            self._caught_up.set()
+
+    def _serve(self) -> None:
         while True:
             item = self._queue.get()
             if item is None:
-                self._caught_up.set()
+                self._closed_cleanly = True
                 return
             fn, args = item
             if self._waiting and self._queue.qsize() <= AHEAD_LOW:

@@ -40,8 +40,8 @@ from .gemm_jobs import ADD, ONTO_ZERO, SET, GemmJob, GemmRunner
 from .hbm_origin import HbmOrigins, HbmRegion
 from ...program.ir import Access, TensorDecl
 from ..memory import Memory
+from ...dtypes import float32
 
-_F32 = np.dtype(np.float32)
 #: Bytes of float32 operands all pending chains may hold before they are evaluated early (bounds
 #: the concatenation buffers; 64 MiB is a 16384-deep chain of 512-wide moving tiles).
 MAX_PENDING_BYTES = 64 * 1024 * 1024
@@ -193,7 +193,7 @@ class PsumChains:
         claimed = set()
         for t, chains in by_tensor.items():
             fill = self._memory.pending_fill(t)
-            if (fill is None or np.asarray(fill).dtype != _F32 or fill != 0
+            if (fill is None or np.asarray(fill).dtype != float32 or fill != 0
                     or np.signbit(fill)):
                 continue
             # Pending chains into one tensor have disjoint bounding boxes; rectangles whose
@@ -242,8 +242,8 @@ class PsumChains:
         reads: set[TensorDecl] = set()
         if len(rows) == 1 and len(cols) == 1 and len(rows[0].stationary) == 1:
             sa, ma = rows[0].stationary[0], cols[0].moving[0]
-            s = self._view2d(sa).astype(_F32, copy=False)
-            m = self._view2d(ma).astype(_F32, copy=False)
+            s = self._view2d(sa).astype(float32, copy=False)
+            m = self._view2d(ma).astype(float32, copy=False)
             reads = {a.tensor for a, arr in ((sa, s), (ma, m)) if arr.base is not None}
             m_offsets, n_offsets = [0, s.shape[1]], [0, m.shape[1]]
         else:
@@ -307,7 +307,7 @@ class PsumChains:
         offsets = [0]
         for seq in seqs:
             offsets.append(offsets[-1] + seq[0].shape[1])
-        buf = np.empty((sum(p.shape[0] for p in seqs[0]), offsets[-1]), _F32)
+        buf = np.empty((sum(p.shape[0] for p in seqs[0]), offsets[-1]), float32)
         k = 0
         for step, first in enumerate(seqs[0]):
             rows = first.shape[0]

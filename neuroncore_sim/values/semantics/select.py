@@ -1,6 +1,6 @@
 """The meaning of the select, sort, gather, shuffle and dynamic-copy instructions, as numpy.
 
-Same contract as :mod:`neuroncore_sim.values.semantics` (``fn(srcs, attrs, outs, engine)`` returning
+Same contract as :mod:`neuroncore_sim.values.semantics.core` (``fn(srcs, attrs, outs, engine)`` returning
 role -> values); these functions are registered into its ``SEMANTICS`` table. Roles and attrs
 are listed in ``ir.OPCODE_DOC``.
 
@@ -17,10 +17,10 @@ from typing import Mapping
 
 import numpy as np
 
-from ..dtypes import cast
-from ..errors import AccessError, KernelError, expected
-from ..program.ir import Engine, Opcode
-from .semantics import F32, Arrays, Out, Outs, Semantic, f32, tensor_copy
+from ...dtypes import cast
+from ...errors import AccessError, KernelError, expected
+from ...program.ir import Engine, Opcode
+from .core import F32, Arrays, Out, Outs, Semantic, f32, tensor_copy
 
 #: Partitions each of the 8 GpSimd cores reaches (arch.md 1.8); local_gather works per core.
 GPSIMD_CORE_PARTITIONS = 16

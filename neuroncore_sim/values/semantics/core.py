@@ -24,10 +24,10 @@ from typing import Callable, Mapping, NamedTuple
 
 import numpy as np
 
-from ..dtypes import cast
-from ..errors import DTypeError, KernelError, ShapeError, UnsupportedError, expected
-from ..program.ir import Engine, Opcode
-from ..program.ops import ALIASES, REDUCE_OPS
+from ...dtypes import cast
+from ...errors import DTypeError, KernelError, ShapeError, UnsupportedError, expected
+from ...program.ir import Engine, Opcode
+from ...program.ops import ALIASES, REDUCE_OPS
 
 F32 = np.float32
 
@@ -300,6 +300,9 @@ def tensor_tensor(srcs: Arrays, attrs: Mapping, outs: Outs, engine: Engine) -> d
     """out = data1 op data2 (float32; exact integer math for int tiles on GpSimd)."""
     a, b, op = srcs["data1"], srcs["data2"], canon(attrs["op"])
     dt = outs["out"].dtype
+    if a.ndim != b.ndim:  # NKI aligns shapes at the partition dim: append free axes, not prepend
+        n = max(a.ndim, b.ndim)
+        a, b = (x.reshape(x.shape + (1,) * (n - x.ndim)) for x in (a, b))
     if (engine is Engine.GPSIMD and op in ("add", "subtract", "multiply", "maximum", "minimum")
             and a.dtype.kind in "iu" and b.dtype.kind in "iu" and dt.kind in "iu"):
         return {"out": ARITH[op](a.astype(np.int64), b.astype(np.int64))}
@@ -455,7 +458,8 @@ def dma_transpose(srcs: Arrays, attrs: Mapping, outs: Outs, engine: Engine) -> d
 
 
 #: Opcode -> its meaning. ACTIVATION_REDUCE shares activation (the executor resets registers).
-SEMANTICS: dict[Opcode, Semantic] = {
+#: Opcode -> meaning, for the opcodes defined here (the package merges every part).
+CORE_SEMANTICS: dict[Opcode, Semantic] = {
     Opcode.NC_MATMUL: nc_matmul, Opcode.NC_TRANSPOSE: nc_transpose,
     Opcode.ACTIVATION: activation, Opcode.ACTIVATION_REDUCE: activation,
     Opcode.TENSOR_TENSOR: tensor_tensor, Opcode.TENSOR_SCALAR: tensor_scalar,
@@ -467,14 +471,3 @@ SEMANTICS: dict[Opcode, Semantic] = {
     Opcode.RECIPROCAL: reciprocal, Opcode.BN_STATS: bn_stats, Opcode.BN_AGGR: bn_aggr,
     Opcode.DMA_COPY: dma_copy, Opcode.DMA_TRANSPOSE: dma_transpose,
 }
-
-# Opcodes whose meaning lives in their own modules (imported last: they build on this one).
-from . import semantics_dma as _dma, semantics_random as _random  # noqa: E402
-from .semantics_select import SELECT_SEMANTICS  # noqa: E402
-
-SEMANTICS.update({
-    Opcode.DMA_COPY: _dma.dma_copy, Opcode.GATHER_FLATTENED: _dma.gather_flattened,
-    Opcode.RANDOM_SEED: _random.random_seed, Opcode.RAND: _random.rand,
-    Opcode.DROPOUT: _random.dropout,
-})
-SEMANTICS.update(SELECT_SEMANTICS)

@@ -16,9 +16,9 @@ from typing import Mapping
 
 import numpy as np
 
-from ..errors import KernelError, expected
-from ..program.ir import Engine
-from .semantics import Arrays, Outs, f32
+from ...errors import KernelError, expected
+from ...program.ir import Engine, Opcode
+from .core import Arrays, Outs, Semantic, f32
 
 __all__ = ["uniform", "random_seed", "rand", "dropout"]
 
@@ -67,3 +67,7 @@ def dropout(srcs: Arrays, attrs: Mapping, outs: Outs, engine: Engine) -> dict:
     if data.dtype == dt:
         return {"out": np.where(keep, data, np.zeros((), dt))}
     return {"out": np.where(keep, f32(data), np.float32(0.0))}
+
+
+#: Opcode -> meaning, merged into the package's ``SEMANTICS``.
+RANDOM_SEMANTICS: dict[Opcode, Semantic] = {Opcode.RANDOM_SEED: random_seed, Opcode.RAND: rand, Opcode.DROPOUT: dropout}

@@ -19,9 +19,9 @@ from typing import Mapping
 
 import numpy as np
 
-from ..errors import AccessError, expected
-from ..program.ir import Engine
-from .semantics import Arrays, Outs, dma_copy as _plain_dma_copy, f32
+from ...errors import AccessError, expected
+from ...program.ir import Engine, Opcode
+from .core import Arrays, Outs, Semantic, dma_copy as _plain_dma_copy, f32
 
 __all__ = ["dma_copy", "gather_flattened"]
 
@@ -88,3 +88,7 @@ def gather_flattened(srcs: Arrays, attrs: Mapping, outs: Outs, engine: Engine) -
     if not ok.all():
         picked = np.where(ok, f32(picked) if garbage is np.nan else picked, garbage)
     return {"out": picked.reshape(idx.shape)}
+
+
+#: Opcode -> meaning, merged into the package's ``SEMANTICS``.
+DMA_SEMANTICS: dict[Opcode, Semantic] = {Opcode.DMA_COPY: dma_copy, Opcode.GATHER_FLATTENED: gather_flattened}

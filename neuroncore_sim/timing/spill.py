@@ -1,0 +1,236 @@
+"""Placement by live range, and spilling: what the compiler does when the buffer rings of the
+compiler-managed tiles of a memory (SBUF or PSUM) do not fit even at their live maxima.
+
+Called by :func:`.capacity.plan_buffers` only then. The model (docs/model.md, "Spilling"):
+
+* Tiles (one per logical block, :mod:`.tiles`) are placed in program order. A tile takes its
+  bytes per partition from its first instruction to its last (its live range); a dead tile's
+  memory is free again. Free memory is a list of chunks, each remembering the tile that last
+  held it; a new tile takes the least recently freed chunks first (the rings' policy), and its
+  accesses wait for those tiles' accesses (WAR/WAW). Fragmentation is not modelled (chunks need
+  not be contiguous).
+* When an instruction needs a tile that is not in the memory (its first use, or a use after it was
+  spilled) and there is no room, resident tiles that this instruction does not touch are evicted,
+  the one whose next use is furthest away first (Belady's choice; ties: the larger tile, then the
+  later key). A victim written since it was last saved is stored to the next memory first (a
+  *spill save*: SBUF to HBM, PSUM to SBUF); a victim whose copy there is current is dropped
+  without a store.
+* A spilled tile is brought back (a *spill reload*) just before its next use.
+* An instruction whose own tiles exceed SBUF cannot run: CapacityError at its line.
+
+The planner returns, per instruction index, the spill DMAs to insert before it and the tiles
+whose memory each newly placed tile takes; :mod:`.schedule` turns them into ``dma_copy``
+instructions (:mod:`.placement`) and edges (no ring slots for the memory in this case).
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..errors import CapacityError
+from ..program.ir import Instruction, MemSpace, TensorDecl
+from .events import PSUM_SPILL_RELOAD, PSUM_SPILL_SAVE, SPILL_RELOAD, SPILL_SAVE
+from .tiles import access_keys
+
+_NEVER = 1 << 62  # next use of a tile with none left
+
+
+@dataclass(frozen=True, slots=True)
+class SpillOp:
+    """One spill DMA to insert before an instruction.
+
+    Attributes:
+        kind: SBUF: ``spill_save`` (to HBM) or ``spill_reload`` (back); PSUM:
+            ``psum_spill_save`` (to SBUF) or ``psum_spill_reload`` (events.py).
+        key: the tile (:mod:`.tiles` key).
+        takes: for a reload, the tiles whose memory it takes (it waits for their accesses).
+    """
+
+    kind: str
+    key: int
+    takes: tuple[int, ...] = ()
+
+
+@dataclass(slots=True)
+class SpillPlan:
+    """The SBUF placement and spills of one SPMD instance.
+
+    Attributes:
+        before: instruction index -> the spill DMAs to run before it (saves, then reloads).
+        takes: instruction index -> (tile, tiles whose memory it takes) for each tile the
+            instruction uses first.
+        saved_sites: allocation site -> bytes (all partitions) its tiles' spill saves store.
+        save_bytes: bytes moved by spill saves (all partitions).
+        reload_bytes: bytes moved by spill reloads.
+        demand: the most bytes per partition of tiles live at once (resident or spilled).
+        capacity: SBUF bytes per partition the compiler-managed tiles could use.
+    """
+
+    before: dict[int, list[SpillOp]] = field(default_factory=dict)
+    takes: dict[int, list[tuple[int, tuple[int, ...]]]] = field(default_factory=dict)
+    saved_sites: dict[str, int] = field(default_factory=dict)
+    save_bytes: int = 0
+    reload_bytes: int = 0
+    demand: int = 0
+    capacity: int = 0
+
+    @property
+    def spilled(self) -> bool:
+        """True when something is spilled (there are spill DMAs)."""
+        return bool(self.before)
+
+
+def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[int, TensorDecl],
+                last: dict[int, int], capacity: int,
+                size_of: Callable[[TensorDecl], int], placed: int = 0,
+                space: MemSpace = MemSpace.SBUF) -> SpillPlan:
+    """Place the ``space`` tiles of one instance in program order (module docstring).
+
+    Args:
+        split: tensor id -> elements per block tile (0: one tile), from the capacity pass.
+        decls, last: tile key -> tensor, last use index.
+        capacity: bytes per partition left for compiler-managed tiles.
+        size_of: bytes per partition of one tile of a tensor (PSUM: whole banks).
+        placed: bytes per partition directly allocated tiles take (named in the error).
+        space: SBUF (spills go to HBM) or PSUM (spills go to SBUF).
+
+    Returns:
+        The plan (``spilled`` False when the tiles fit by live range).
+
+    Raises:
+        CapacityError: one instruction's own tiles exceed ``capacity``.
+    """
+    save_kind, reload_kind = ((SPILL_SAVE, SPILL_RELOAD) if space is MemSpace.SBUF
+                              else (PSUM_SPILL_SAVE, PSUM_SPILL_RELOAD))
+    touched, written, uses = _scan(instrs, split, space)
+    size = {k: size_of(t) for k, t in decls.items() if t.space is space}
+    plan = SpillPlan(capacity=capacity)
+    resident: dict[int, int] = {}
+    out: set[int] = set()  # spilled and still live
+    dirty: set[int] = set()  # written since its last save
+    saved: set[int] = set()  # has an HBM copy
+    ends: list[tuple[int, int]] = []  # (last use, key) of tiles placed
+    free: deque[list[int]] = deque([[capacity, -1]])  # [bytes, last holder] oldest first
+    used = out_bytes = 0
+    for i, keys in enumerate(touched):
+        while ends and ends[0][0] < i:  # dead tiles free their memory
+            _, k = heapq.heappop(ends)
+            if k in resident:
+                used -= resident.pop(k)
+                free.append([size[k], k])
+            elif k in out:
+                out.discard(k)
+                out_bytes -= size[k]
+        need = [k for k in keys if k in size]
+        if sum(size[k] for k in need) > capacity:
+            _too_big(instrs[i], need, decls, size, capacity, placed, space)
+        for k in need:
+            if k in resident:
+                continue
+            while used + size[k] > capacity:
+                v = _victim(resident, need, uses, size, i)
+                used -= resident.pop(v)
+                free.append([size[v], v])
+                out.add(v)
+                out_bytes += size[v]
+                if v in dirty:
+                    dirty.discard(v)
+                    saved.add(v)
+                    plan.before.setdefault(i, []).append(SpillOp(save_kind, v))
+                    nbytes = size[v] * decls[v].rows
+                    plan.save_bytes += nbytes
+                    site = str(decls[v].site) if decls[v].site is not None else decls[v].name
+                    plan.saved_sites[site] = plan.saved_sites.get(site, 0) + nbytes
+            holders = _take(free, size[k])
+            if k in out:
+                out.discard(k)
+                out_bytes -= size[k]
+                if k in saved:  # (a tile never written has nothing to bring back)
+                    plan.before.setdefault(i, []).append(SpillOp(reload_kind, k, holders))
+                    plan.reload_bytes += size[k] * decls[k].rows
+                    holders = ()
+            else:
+                heapq.heappush(ends, (last[k], k))
+            plan.takes.setdefault(i, []).append((k, holders))
+            resident[k] = size[k]
+            used += size[k]
+        plan.demand = max(plan.demand, used + out_bytes)
+        for k in written[i]:
+            dirty.add(k)
+    for ops in plan.before.values():  # saves free memory the reloads take: saves first
+        ops.sort(key=lambda op: op.kind != save_kind)
+    return plan
+
+
+def _take(free: deque[list[int]], nbytes: int) -> tuple[int, ...]:
+    """Take ``nbytes`` from the least recently freed chunks; the tiles that last held them."""
+    holders: list[int] = []
+    while nbytes > 0:
+        chunk = free[0]
+        if chunk[1] >= 0 and chunk[1] not in holders:
+            holders.append(chunk[1])
+        if chunk[0] <= nbytes:
+            nbytes -= chunk[0]
+            free.popleft()
+        else:
+            chunk[0] -= nbytes
+            nbytes = 0
+    return tuple(holders)
+
+
+def _scan(instrs: list[Instruction], split: dict[int, int], space: MemSpace
+          ) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]], dict[int, list[int]]]:
+    """Per instruction: the ``space`` tile keys it touches and those it writes; per key its
+    uses."""
+    touched: list[tuple[int, ...]] = []
+    written: list[tuple[int, ...]] = []
+    uses: dict[int, list[int]] = {}
+    for i, ins in enumerate(instrs):
+        seen: dict[int, None] = {}
+        wrote: list[int] = []
+        for a, is_write in ins.accesses():
+            t = a.tensor
+            if t.space is not space or t.placement is not None:
+                continue
+            for k in access_keys(a, split[t.id]):
+                seen[k] = None
+                if is_write:
+                    wrote.append(k)
+        for k in seen:
+            uses.setdefault(k, []).append(i)
+        touched.append(tuple(seen))
+        written.append(tuple(wrote))
+    return touched, written, uses
+
+
+def _victim(resident: dict[int, int], need: list[int], uses: dict[int, list[int]],
+            size: dict[int, int], i: int) -> int:
+    """The resident tile not used by instruction ``i`` whose next use is furthest away."""
+    best, best_rank = -1, None
+    for k in resident:
+        if k in need:
+            continue
+        u = uses[k]
+        j = bisect.bisect_right(u, i)
+        rank = (u[j] if j < len(u) else _NEVER, size[k], k)
+        if best_rank is None or rank > best_rank:
+            best, best_rank = k, rank
+    assert best_rank is not None  # _too_big ruled out an instruction that alone does not fit
+    return best
+
+
+def _too_big(ins: Instruction, need: list[int], decls: dict[int, TensorDecl],
+             size: dict[int, int], capacity: int, placed: int, space: MemSpace) -> None:
+    names = ", ".join(f"{decls[k].site or decls[k].name} ({size[k]} B)"
+                      for k in sorted(need, key=lambda k: -size[k]))
+    if placed:
+        names += f" (directly allocated tiles take another {placed} bytes per partition)"
+    raise CapacityError(
+        f"{space.value.upper()} capacity: {ins.opcode.value} needs its tiles in "
+        f"{space.value.upper()} at once (spilling cannot "
+        f"help); expected at most {capacity} bytes per partition, found "
+        f"{sum(size[k] for k in need)}; tiles allocated at: {names}", loc=str(ins.loc) if ins.loc is not None else None)

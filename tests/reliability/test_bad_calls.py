@@ -1,0 +1,54 @@
+"""Bad arguments to the package's own entry points (issue 19, item 1): a SimulatorError subclass
+naming the caller's file.py:LINE, never a Python AttributeError / TypeError from inside."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import neuroncore_sim as ncs
+from neuroncore_sim.errors import ConfigError, KernelError, SimulatorError, caller_loc
+from neuroncore_sim.sweep import sweep
+from neuroncore_sim.sweep.point import SweepError
+
+KERNELS = Path(__file__).resolve().parents[2] / "kernels"
+HERE = Path(__file__).name
+A = np.ones((128, 4), np.float32)
+
+
+def _line_of(text: str) -> int:
+    """The line of this file holding ``text`` (the call the error must name)."""
+    lines = Path(__file__).read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if text in line and "_line_of" not in line)
+
+
+@pytest.mark.parametrize("call, error, message, marker", [
+    (lambda: ncs.simulate(42, A, A), KernelError,
+     "kernel; expected an NKI kernel (a function, or an nki.jit kernel), found int 42",
+     "ncs.simulate(42, A, A)"),
+    (lambda: ncs.simulate(lambda a: None, A, functional="fast"), ConfigError,
+     'functional; expected True, False or "reference", found \'fast\'',
+     'functional="fast"'),
+    (lambda: sweep(str(KERNELS / "tensor_add.py"), None), SweepError,
+     "sweep parameters; expected a dict of name -> values, or a list of points (dicts), "
+     "found NoneType None", '"tensor_add.py"), None)'),
+    (lambda: sweep(str(KERNELS / "tensor_add.py"), 5), SweepError,
+     "found int 5", '"tensor_add.py"), 5)'),
+    (lambda: sweep(np.add, {}), SweepError,
+     'sweep target; expected "file.py::kernel" (a path: each worker loads the kernel file), '
+     "found ufunc 'add'", "sweep(np.add, {})"),
+])
+def test_bad_call_names_the_callers_line(call, error, message, marker) -> None:
+    with pytest.raises(error) as info:
+        call()
+    assert isinstance(info.value, SimulatorError)
+    assert message in str(info.value)
+    assert info.value.loc == f"{HERE}:{_line_of(marker)}"
+
+
+def test_caller_loc_skips_the_package() -> None:
+    here = caller_loc()
+    assert re.fullmatch(rf"{re.escape(HERE)}:\d+", here)

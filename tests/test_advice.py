@@ -1,0 +1,186 @@
+"""Advice rules (neuroncore_sim.report.advice): each fires on a kernel built to show its pattern
+and stays silent on one built without it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import neuroncore_sim as ncs
+import neuroncore_sim.nki as nki
+import neuroncore_sim.nki.isa as nisa
+import neuroncore_sim.nki.language as nl
+from neuroncore_sim import report
+from neuroncore_sim.report.advice import MAX_ADVICE, advice
+
+F32 = np.float32
+
+
+@nki.jit
+def narrow_copy(a):
+    """128 B per partition per DMA: overhead-bound transfers."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for j in nl.affine_range(a.shape[1] // 32):
+        nl.store(out[:, j * 32:(j + 1) * 32], value=nl.load(a[:, j * 32:(j + 1) * 32]))
+    return out
+
+
+@nki.jit
+def wide_copy(a):
+    """8 KiB per partition per DMA."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for j in nl.affine_range(a.shape[1] // 2048):
+        nl.store(out[:, j * 2048:(j + 1) * 2048], value=nl.load(a[:, j * 2048:(j + 1) * 2048]))
+    return out
+
+
+@nki.jit
+def reload_same(a, b):
+    """Loads the same block of ``a`` once per block of ``b``."""
+    out = nl.ndarray(b.shape, dtype=b.dtype, buffer=nl.shared_hbm)
+    for j in nl.affine_range(b.shape[1] // 2048):
+        x = nl.load(a[:, 0:2048])
+        y = nl.load(b[:, j * 2048:(j + 1) * 2048])
+        nl.store(out[:, j * 2048:(j + 1) * 2048], value=nl.add(x, y))
+    return out
+
+
+@nki.jit
+def load_once(a, b):
+    out = nl.ndarray(b.shape, dtype=b.dtype, buffer=nl.shared_hbm)
+    x = nl.load(a[:, 0:2048])
+    for j in nl.affine_range(b.shape[1] // 2048):
+        y = nl.load(b[:, j * 2048:(j + 1) * 2048])
+        nl.store(out[:, j * 2048:(j + 1) * 2048], value=nl.add(x, y))
+    return out
+
+
+@nki.jit
+def scalar_chain(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    for _ in nl.sequential_range(64):
+        t = nisa.activation(op=nl.copy, data=t, scale=1.0)
+    nl.store(out, value=t)
+    return out
+
+
+@nki.jit
+def scalar_independent(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    u = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    for _ in nl.sequential_range(64):
+        u[...] = nisa.activation(op=nl.copy, data=t, scale=1.0)
+    nl.store(out, value=u)
+    return out
+
+
+@nki.jit
+def one_buffer_stationary(lhsT, rhs):
+    """The stationary tile is one buffer reloaded each iteration: load, matmuls, load, ..."""
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    m = nl.load(rhs)
+    st = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    acc = nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum)
+    for k in nl.sequential_range(lhsT.shape[1] // 512):
+        st[...] = nl.load(lhsT[:, k * 512:(k + 1) * 512])
+        for j in nl.static_range(4):
+            acc += nisa.nc_matmul(st[:, j * 128:(j + 1) * 128], m)
+    nl.store(out, value=nl.copy(acc, dtype=nl.float32))
+    return out
+
+
+@nki.jit
+def hoisted_stationary(lhsT, rhs):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    m = nl.load(rhs)
+    st = nl.load(lhsT[:, 0:128])
+    acc = nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum)
+    for _ in nl.sequential_range(64):
+        acc += nisa.nc_matmul(st, m)
+    nl.store(out, value=nl.copy(acc, dtype=nl.float32))
+    return out
+
+
+@nki.jit
+def many_transposes(a):
+    out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(a)
+    p = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
+    for _ in nl.sequential_range(256):
+        p[...] = nisa.nc_transpose(t)
+    nl.store(out, value=nl.copy(p, dtype=nl.float32))
+    return out
+
+
+def _rules(kernel, *args) -> dict[str, str]:
+    res = ncs.simulate(kernel, *args, functional=False)
+    tips = advice(res)
+    assert len(tips) <= MAX_ADVICE
+    assert [t.saving_ns for t in tips] == sorted((t.saving_ns for t in tips), reverse=True)
+    return {t.rule: t.text for t in tips}
+
+
+def _line(kernel, text: str) -> str:
+    """"test_advice.py:LINE" of the line of ``kernel`` holding ``text``."""
+    import inspect
+
+    lines, first = inspect.getsourcelines(kernel.func)
+    offset = next(i for i, line in enumerate(lines) if text in line)
+    return f"test_advice.py:{first + offset}"
+
+
+A_WIDE = np.zeros((128, 8192), F32)
+
+
+def test_small_dma_fires_on_narrow_transfers_only() -> None:
+    rules = _rules(narrow_copy, np.zeros((128, 1024), F32))
+    assert "small_dma" in rules
+    assert "128 B per partition" in rules["small_dma"]
+    assert _line(narrow_copy, "nl.store(out[:, j * 32") in rules["small_dma"]
+    assert "small_dma" not in _rules(wide_copy, A_WIDE)
+
+
+def test_reloads_fire_on_the_same_region_loaded_again_only() -> None:
+    rules = _rules(reload_same, A_WIDE, np.zeros((128, 16384), F32))
+    assert "reloads" in rules and "the same region of a 8 times" in rules["reloads"]
+    assert _line(reload_same, "x = nl.load") in rules["reloads"]
+    assert "reloads" not in _rules(load_once, A_WIDE, np.zeros((128, 16384), F32))
+
+
+def test_dependent_chain_fires_on_a_chain_only() -> None:
+    rules = _rules(scalar_chain, np.zeros((128, 1), F32))
+    assert "dependent_chain" in rules and "scalar runs a chain of 64" in rules["dependent_chain"]
+    assert "dependent_chain" not in _rules(scalar_independent, np.zeros((128, 1), F32))
+
+
+def test_serialized_engines_fire_when_overlap_would_help_only() -> None:
+    rules = _rules(one_buffer_stationary, np.zeros((128, 8192), F32), np.zeros((128, 512), F32))
+    assert "serialized_engines" in rules and "tensor bound" in rules["serialized_engines"]
+    assert "serialized_engines" not in _rules(wide_copy, A_WIDE)
+
+
+def test_stationary_waits_fire_on_a_reloaded_stationary_only() -> None:
+    rules = _rules(one_buffer_stationary, np.zeros((128, 8192), F32), np.zeros((128, 512), F32))
+    assert "stationary_waits" in rules
+    assert "waits 16 times" in rules["stationary_waits"]
+    assert _line(one_buffer_stationary, "st[...] = nl.load") in rules["stationary_waits"]
+    assert "stationary_waits" not in _rules(hoisted_stationary, np.zeros((128, 128), F32),
+                                             np.zeros((128, 512), F32))
+
+
+def test_transposes_fire_when_they_are_most_of_tensore_only() -> None:
+    rules = _rules(many_transposes, np.zeros((128, 128), F32))
+    assert "transposes" in rules and "100% of TensorE's FLOPs" in rules["transposes"]
+    assert "transposes" not in _rules(hoisted_stationary, np.zeros((128, 128), F32),
+                                       np.zeros((128, 512), F32))
+
+
+def test_advice_is_in_the_text_summary() -> None:
+    res = ncs.simulate(narrow_copy, np.zeros((128, 1024), F32), functional=False)
+    text = report.summary_text(res)
+    # (with trn1's DMA costs the engines' serialisation on the fixed DMA latency comes first)
+    assert "advice     : " in text and "the DMAs at" in text
+    quiet = ncs.simulate(wide_copy, np.zeros((128, 4096), F32), functional=False)
+    assert advice(quiet) == [] and "advice     :" not in report.summary_text(quiet)
