@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
+
+# Test modules live in folders mirroring the package (tests/values/, tests/timing/, ...); the
+# shared helpers (exec_helpers, programs, kernel_checks) stay here, importable from all of them.
+sys.path.insert(0, str(Path(__file__).parent))
 
 # The cycle-baseline plugin (fixture ``cycle_baseline``) is registered by the installed
 # package's pytest11 entry point. From a checkout whose install predates that entry point (or

@@ -8,7 +8,7 @@ again build it once); :func:`basic_index` computes the view's geometry for it.
 
 Anything unusual (numpy integers, ``None``, ``...``, an index out of range, an empty slice, a
 step that is not positive) is left to ``NkiTensor._index_basic``, the general path, which also
-words every error. The two must agree wherever this one answers (tests/test_basic_index.py).
+words every error. The two must agree wherever this one answers (tests/frontend/test_basic_index.py).
 """
 
 from __future__ import annotations

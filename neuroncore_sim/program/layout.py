@@ -5,7 +5,7 @@
 Both remember what they computed: a kernel's loops allocate tiles of the same few shapes and
 access them the same few ways, and the front end builds about one Access per recorded
 instruction (tracing is the critical path of a functional run). The caches only save
-recomputation; ``tests/test_ir_caches.py`` checks they give what the plain computation gives.
+recomputation; ``tests/program/test_layout_caches.py`` checks they give what the plain computation gives.
 
 Why the hottest IR classes (TensorDecl, Access, Instruction) have hand-written ``__init__``\\ s:
 a frozen dataclass's generated ``__init__`` sets every field through ``object.__setattr__``,

@@ -33,7 +33,7 @@ from .table import RESULT_COLUMNS, measured_row
 
 CONFIG_PREFIX = "config."
 # Tolerances of the result check, by the lowest precision among inputs and outputs (the same
-# rule as tests/test_kernels.py): fp8 keeps 3-4 significant bits, bf16/fp16 8-11, fp32 24.
+# rule as tests/kernels/test_kernels.py): fp8 keeps 3-4 significant bits, bf16/fp16 8-11, fp32 24.
 _TOL_8BIT, _TOL_16BIT, _TOL_32BIT = 1.25e-1, 1e-2, 1e-4
 
 

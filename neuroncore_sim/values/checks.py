@@ -124,6 +124,25 @@ class ValueChecks:
         if self._left[decl] <= 0:
             self._untrack(decl)
 
+    def unwritten(self, a: Access) -> np.ndarray | bool | None:
+        """Which elements of ``a`` nothing has written: None (all written, or not tracked),
+        True (none of its tensor is written yet) or a boolean array of ``a``'s shape."""
+        decl = a.tensor
+        if decl not in self._written:
+            return None
+        if decl in self._pending:
+            self._mark(decl)
+            if decl not in self._written:
+                return None
+        flags = self._written[decl]
+        if flags is None:
+            return True
+        sel = _flags_view(flags, a)
+        if sel is None:
+            return None  # out of bounds: the executor reports it
+        missing = ~sel
+        return missing if missing.any() else None
+
     def forget(self, decl: TensorDecl) -> None:
         """Stop tracking a tile whose storage is released (it can no longer be read)."""
         if decl in self._written:

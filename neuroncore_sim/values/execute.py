@@ -24,7 +24,7 @@ from .checks import ValueChecks
 from ..config import NeuronCoreConfig
 from ..dtypes import cast, dtype_name, float32, is_float
 from ..errors import KernelError, ShapeError, SimulatorError, UnsupportedError, expected
-from ..program.ir import Access, Engine, Instruction, Opcode, TensorDecl
+from ..program.ir import Access, Engine, Instruction, MemSpace, Opcode, TensorDecl
 from .memory import Memory
 from .semantics import SEMANTICS, Out, accumulate, canon
 
@@ -83,6 +83,7 @@ class Executor:
         """
         fn = self._semantic(ins)
         with self._located(ins):
+            self._start_accumulation(ins)
             self._checks.before(ins, self.memory.view)
             for a in ins.dsts.values():
                 self._will_write(a)
@@ -156,6 +157,25 @@ class Executor:
         """A context that turns errors raised while computing ``ins`` into simulator errors
         naming its kernel line."""
         return _Located(ins)
+
+    def _start_accumulation(self, ins: Instruction) -> None:
+        """``psum += nc_matmul(...)`` into PSUM elements nothing has written since they were
+        allocated starts their accumulation group: the matmul writes them instead of adding
+        (the compiler sets the matmul's accumulate flag per group; AWS's tutorials accumulate
+        into fresh ``nl.ndarray`` PSUM tiles this way). Those elements are zeroed first, which
+        gives the same values and reads no garbage (docs/frontend.md)."""
+        if not (ins.opcode is Opcode.NC_MATMUL and ins.attrs.get("accumulate")
+                and ins.out.space is MemSpace.PSUM):
+            return
+        missing = self._checks.unwritten(ins.out)
+        if missing is None:
+            return
+        dst = self.memory.view(ins.out)
+        if missing is True:
+            dst[...] = 0
+        else:
+            np.copyto(dst, 0, where=missing)
+        self._checks.wrote(ins.out)
 
     def _will_write(self, a: Access) -> None:
         """``a`` is about to be written."""

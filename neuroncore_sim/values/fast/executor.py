@@ -160,6 +160,7 @@ class FastExecutor(Executor):
                 if self._gemms and self._blocked(ins):  # ... in a GEMM still in flight
                     self._hold(ins)
                     return
+            self._start_accumulation(ins)
             self._checks.before(ins, self.memory.view)  # after: it may look at the values
             if matmul:
                 if self._defer_matmul(ins):

@@ -15,7 +15,7 @@ import pytest
 import neuroncore_sim as ncs
 from neuroncore_sim.report import tables as report
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "kernels"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "kernels"))
 import tensor_add  # noqa: E402  (kernels/ is a folder of scripts)
 
 TILE_BYTES = 128 * 512 * 4

@@ -320,7 +320,7 @@ def test_port_stall_is_named_by_port():
 
 
 def test_stalls_count_from_each_instance_start():
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "kernels"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "kernels"))
     import tensor_add
 
     a = np.ones((256, 512), np.float32)

@@ -1,6 +1,6 @@
 """Orderings a kernel engineer knows, on real front-end kernels (timing-only runs).
 
-tests/test_timing.py checks the same facts on hand-built Programs; these check that they survive
+tests/timing/test_engines.py checks the same facts on hand-built Programs; these check that they survive
 the whole path from NKI code: tracing, engine selection, hazards, buffer rings and DMA splitting.
 """
 

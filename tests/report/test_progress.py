@@ -98,6 +98,6 @@ def test_progress_true_draws_tqdm_on_stderr(capsys, monkeypatch):
 def test_cli_progress_only_on_a_terminal(tmp_path, capsys, monkeypatch, tty, flags, drawn):
     monkeypatch.setattr(progress, "BAR_DELAY_S", 0.0)
     monkeypatch.setattr(sys.stderr, "isatty", lambda: tty)
-    relu = Path(__file__).resolve().parent.parent / "kernels" / "relu.py"
+    relu = Path(__file__).resolve().parents[2] / "kernels" / "relu.py"
     assert cli.main(["profile", *flags, "--timing-only", str(relu)]) == 0
     assert ("timing" in capsys.readouterr().err) == drawn

@@ -12,7 +12,7 @@ import neuroncore_sim as ncs
 from neuroncore_sim.report import plot
 from neuroncore_sim.timing.events import Event
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "kernels"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "kernels"))
 import tensor_add  # noqa: E402  (kernels/ is a folder of scripts)
 
 

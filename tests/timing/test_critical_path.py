@@ -17,7 +17,7 @@ from neuroncore_sim.sweep.kernel_file import example_inputs, find_kernel, load_k
 from neuroncore_sim.timing.critical_path import critical_path
 from neuroncore_sim.timing.events import is_dma_row
 
-KERNELS = Path(__file__).resolve().parent.parent / "kernels"
+KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 
 
 @nki.jit

@@ -1,10 +1,10 @@
 """Cycle regression tests: every sample kernel's estimated latency against its baseline.
 
 Each kernel of kernels/ runs timing-only on its example inputs; the ``cycle_baseline`` fixture
-(neuroncore_sim.pytest_plugin) compares the estimate with tests/cycle_baselines.json. After an
+(neuroncore_sim.pytest_plugin) compares the estimate with tests/kernels/cycle_baselines.json. After an
 intended change of the timing model or of a kernel, rewrite the baselines with::
 
-    python -m pytest tests/test_cycle_baselines.py --update-cycle-baselines
+    python -m pytest tests/kernels/test_cycle_baselines.py --update-cycle-baselines
 """
 
 from __future__ import annotations

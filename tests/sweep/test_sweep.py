@@ -18,7 +18,7 @@ from neuroncore_sim.sweep.run import POINTS_FILE, expand, sweep
 from neuroncore_sim.sweep.point import SweepError, load_target
 from neuroncore_sim.sweep.table import RESULT_COLUMNS
 
-KERNELS = Path(__file__).resolve().parent.parent / "kernels"
+KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 
 # A small kernel file following the sweep convention: `cols` is a kernel keyword (the tile width),
 # `rows`/`width` shape the inputs; `boom` makes a point raise, `die_marker` kills the process that

@@ -29,7 +29,7 @@ from neuroncore_sim.sweep.kernel_file import example_inputs, find_kernel, load_k
 from neuroncore_sim.values.execute import Executor
 from neuroncore_sim.values.fast.executor import FastExecutor
 
-KERNEL_DIR = Path(__file__).resolve().parent.parent / "kernels"
+KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernels"
 U32 = 2.0 ** -24  # unit roundoff of float32
 
 

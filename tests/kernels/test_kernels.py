@@ -23,7 +23,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-KERNEL_DIR = Path(__file__).resolve().parent.parent / "kernels"
+KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernels"
 NOT_SAMPLES = {"run_sample"}  # scripts in kernels/ that are not kernel modules
 
 #: (module, kernel name) for every sample kernel. "kernel" means the module's single kernel.

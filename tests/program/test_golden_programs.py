@@ -1,6 +1,6 @@
 """Recorded Programs of small kernels, compared with golden listings (tests/golden/*.txt).
 
-Regenerate after an intended change with ``pytest tests/test_golden_programs.py --update-golden``
+Regenerate after an intended change with ``pytest tests/program/test_golden_programs.py --update-golden``
 and review the diff.
 """
 

@@ -129,20 +129,27 @@ def test_reading_a_partly_written_tile_warns():
     np.testing.assert_allclose(clean(good, a).outputs[0], np.exp(a), rtol=1e-6)
 
 
-def test_accumulating_into_psum_that_was_never_zeroed_warns():
-    def bad(a, b):
+def test_accumulating_into_fresh_psum_starts_the_group_but_reading_it_warns():
+    """``acc += nc_matmul(...)`` into a PSUM tile nothing wrote starts its accumulation group
+    (AWS's attention tutorials do this; the compiler sets the first matmul's accumulate flag
+    off): no warning, the values are the product. Reading the fresh tile otherwise warns."""
+    def fresh(a, b):
         acc = nl.ndarray((64, 64), nl.float32, buffer=nl.psum)
-        acc += nisa.nc_matmul(nl.load(a), nl.load(b))  # BAD
-        nl.copy(acc)
+        for _ in nl.sequential_range(2):
+            acc += nisa.nc_matmul(nl.load(a), nl.load(b))
+        out = nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, nl.copy(acc))
+        return out
 
-    def good(a, b):
-        acc = nl.zeros((64, 64), nl.float32, buffer=nl.psum)
-        acc += nisa.nc_matmul(nl.load(a), nl.load(b))
-        nl.copy(acc)
+    def bad(a):
+        acc = nl.ndarray((64, 64), nl.float32, buffer=nl.psum)
+        nl.copy(acc)  # BAD
 
     a = RNG.random((32, 64), dtype=F32)
-    expect_warnings(UninitializedReadWarning, r"nc_matmul out: reads 4096 element\(s\)", bad, a, a)
-    clean(good, a, a)
+    for functional in (True, "reference"):
+        out = clean(fresh, a, a, functional=functional).outputs[0]
+        np.testing.assert_allclose(out, 2 * (a.T @ a), rtol=1e-5)
+    expect_warnings(UninitializedReadWarning, r"tensor_copy src: reads 4096 element\(s\)", bad, a)
 
 
 def test_integer_tiles_start_at_zero_and_warn_too():

@@ -14,7 +14,7 @@ import neuroncore_sim as ncs
 from neuroncore_sim.report import chrome_trace
 from neuroncore_sim.errors import UnsupportedError
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "kernels"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "kernels"))
 import tensor_add  # noqa: E402  (kernels/ is a folder of scripts)
 
 #: Required keys and their types per phase (Trace Event Format, "JSON Object Format").
