@@ -1,10 +1,10 @@
 """Scaling a tall, narrow tensor: the same DMAs, 128-byte rows versus 2 KiB rows per partition.
 
 An element-wise operation does not care which element sits on which partition, but the DMA
-engines do. A DMA moves one contiguous run per partition (one descriptor each), and every
-descriptor costs a fixed overhead: below about 2 KiB per partition a transfer spends most of
-its time on overhead (the DMA guide's curve: 128 B per partition reaches ~5% of the bandwidth,
-2 KiB ~80%).
+engines do. A DMA moves one contiguous run per partition (one descriptor each) and every DMA
+instruction pays a fixed latency (~1.3 us), so many small DMAs are slow. (The later DMA guide's
+curve, 128 B per partition at ~5% of the bandwidth, is not what the trn1 matmul ladder shows:
+there, loads cost their bytes down to 256 B rows; see docs/model.md.)
 
 * :func:`row_per_partition` tiles the [R, 32] fp32 tensor the obvious way, one row per
   partition: each load and store moves 128 B per partition.

@@ -77,11 +77,13 @@ class NeuronCoreConfig:
     # --- pipeline latencies (assumptions, see docs/model.md) ----------------------------------
     tensor_pipeline_latency_ns: float
     engine_pipeline_latency_cycles: int
+    scalar_pipeline_latency_cycles: int
     semaphore_latency_ns: float
 
     # --- DMA and HBM -----------------------------------------------------------------------------
     dma_engines: int
     dma_engine_bytes_per_ns: float
+    dma_hbm_read_bytes_per_ns: float
     dma_fixed_latency_ns: float
     dma_buffer_overhead_ns: float
     dma_transpose_slowdown: float
@@ -179,15 +181,28 @@ TRN1 = NeuronCoreConfig(
     vector_dependent_overhead_cycles=100,  # source: [ARCH] ~100 cycles static overhead
     stride_penalty_factor=2.0,  # source: [ARCH] stride > 16 B halves the interface bandwidth
     stride_penalty_min_bytes=16,  # source: [ARCH] most-minor free stride above 16 bytes
-    tensor_pipeline_latency_ns=190.0,  # assumption: profile MATMUL durations 188-219 ns [PERF]
+    # assumption (fitted, reports/validation.md): profile durations of single TensorE
+    # instructions (MATMUL 128x96: 219 ns, 1-column MATMUL: 188 ns, TRANSPOSE: 195 ns, [PERF]
+    # fig18/21/26) minus their 128-cycle occupancy (45.7 ns), averaged
+    tensor_pipeline_latency_ns=155.0,
     engine_pipeline_latency_cycles=60,  # assumption: = tensor access overhead [ARCH]
-    semaphore_latency_ns=9.0,  # assumption: EVENT_SEMAPHORE instruction ~9 ns in profiles [PERF]
+    # source: [ARCH] static instruction overhead ~100 + tensor access overhead ~60 cycles;
+    # [PERF fig16]: a dependent [128, 1] ACTIVATE lasts 159 ns = 64 (MIN_II) + 159 cycles
+    scalar_pipeline_latency_cycles=160,
+    # assumption (fitted): [PERF fig16] 189 ns interval - 159 ns duration of dependent ScalarE
+    # instructions, each waiting on its engine's semaphore (S[4] (Scalar) >= n)
+    semaphore_latency_ns=30.0,
     dma_engines=16,  # source: [ARCH] 16 DMA engines per NeuronCore-v2
     # source: [PERF fig30] one 32 KiB transfer on one engine in 1810 ns = 18.1 B/ns (Trn1
     # profile); [DMABW] lists 17 B/ns effective, [ARCH] 27 GiB/s peak. See docs/model.md.
     dma_engine_bytes_per_ns=18.1,
     dma_fixed_latency_ns=1300.0,  # source: [DMABW] ~1300 ns descriptor/semaphore-to-start
-    dma_buffer_overhead_ns=138.5,  # assumption: fitted to the [DMAOV] bytes/partition curve
+    # assumption (fitted, reports/dma_read_fit.md): the rate of a DMA engine reading HBM; the
+    # three DMA-bound steps of the trn1 matmul ladder ([MMTUT]) all move ~6 B/ns per engine
+    dma_hbm_read_bytes_per_ns=6.96,
+    # source: [PERF fig29] a 4-byte transfer lasts 7 ns on its engine (trn1 profile); the former
+    # 138.5 was fitted to the [DMAOV] bytes/partition curve (later doc, generation not stated)
+    dma_buffer_overhead_ns=7.0,
     dma_transpose_slowdown=8.0,  # assumption: [PERF] "much lower DMA bandwidth", no number
     dma_rmw_passes=2.0,  # assumption: a read-modify-write DMA reads its destination, then writes
     hbm_bytes_per_ns=410.0,  # source: [ARCH] 820 GB/s per chip, shared by 2 NeuronCores

@@ -81,6 +81,9 @@ def binary(name: str, x: Any, y: Any, dtype: Any = None, mask: Any = None) -> An
             _check_on_chip(t, f"nl.{name}")
     if xt and yt:
         out = dtype if dtype is not None else promote(x.dtype, y.dtype)
+        if x.space is MemSpace.PSUM and y.space is MemSpace.PSUM:
+            # VectorE reads at most one operand from PSUM: the compiler stages one in SBUF.
+            y = nisa.tensor_copy(y)
         if x.shape == y.shape:
             return nisa.tensor_tensor(x, y, name, dtype=out, mask=mask)
         shape = common_shape(x.shape, y.shape)
@@ -357,7 +360,32 @@ def broadcast_to(src: Any, shape: Any, **_: Any) -> NkiTensor:
     src = relabel(src, padded(src.shape, len(shape)))  # a [P] tile is [P, 1] (partition-aligned)
     if src.shape[0] == shape[0]:
         return nisa.tensor_copy(src.with_shape(shape))
+    if (len(shape) == 2 and src.shape[1] == shape[1] and src.space is MemSpace.SBUF
+            and src.dtype == float32
+            and shape[1] * src.dtype.itemsize <= tr.config.psum_bytes_per_partition
+            // tr.config.psum_num_banks):
+        # The matmul's fp32 result fits one PSUM bank: it is the broadcast tile, read in place
+        # by its consumer (VectorE / ScalarE read PSUM; a tensor_tensor with one PSUM operand
+        # costs N instead of 2N), with no copy to SBUF (docs/frontend.md, "broadcast_to").
+        return nisa.nc_matmul(_broadcast_ones(tr, shape[0], src.dtype), src,
+                              is_stationary_onezero=True)
     return partition_broadcast(src, shape)
+
+
+def _broadcast_ones(tr: Any, m: int, dtype: Any) -> NkiTensor:
+    """The [1, m] ones stationary of partition broadcasts: a constant, made once per launch
+    instance and dtype, as a compiler keeps constants (a memset per broadcast would sit in
+    VectorE's queue just before the broadcast's consumer and make it wait for the whole TensorE
+    round trip)."""
+    key = ("broadcast_ones", tr.instance, m, dtype)
+    ones = tr.lang_state.get(key)
+    if ones is None:
+        loops, tr.loops = tr.loops, ()  # recorded as if hoisted before every loop
+        try:
+            ones = tr.lang_state[key] = nisa.memset((1, m), 1.0, dtype)
+        finally:
+            tr.loops = loops
+    return ones
 
 
 def partition_broadcast(src: NkiTensor, shape: tuple[int, ...]) -> NkiTensor:
@@ -379,7 +407,7 @@ def partition_broadcast(src: NkiTensor, shape: tuple[int, ...]) -> NkiTensor:
     if not is_float(src.dtype):
         dma_move("partition broadcast", out, wide, None, None)
         return relabel(out, shape)
-    ones = nisa.memset((1, m), 1.0, src.dtype)
+    ones = _broadcast_ones(tr, m, src.dtype)
     step = tr.config.gemm_moving_fmax
     for row in itertools.product(*(range(n) for n in full[1:-1])):
         for lo in range(0, full[-1], step):

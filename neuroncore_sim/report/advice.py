@@ -5,7 +5,7 @@ pattern costs a measurable share of the latency, and estimates the time at stake
 (``saving_ns``: an upper bound, like the bounds' gaps, not a prediction). The rules:
 
 - ``small_dma``: DMA on the critical path, and lines whose DMAs move few bytes per partition
-  at a low share of the DMA engines' peak (the per-transfer overhead dominates);
+  at a low share of the DMA engines' peak (each DMA's fixed latency dominates its transfers);
 - ``reloads``: the same HBM region loaded several times while DMA is on the critical path;
 - ``dependent_chain``: one compute engine holds most of the critical path, each instruction
   waiting on the one before it on that engine;
@@ -62,25 +62,37 @@ def _path_share(path: CriticalPath, row: str) -> float:
 def _small_dma(res: SimResult, path: CriticalPath, s: dict) -> list[Advice]:
     if _path_share(path, "dma") < MIN_SHARE * 3:
         return []
-    peak = res.config.dma_engine_bytes_per_ns
-    per_line: dict[str, list[float]] = {}  # line -> [bytes, transfer ns, partitions, count]
+    cfg = res.config
+    # Per DMA instruction: its bytes, the engine time of its slowest transfer, its partitions.
+    per_dma: dict[int, list[float]] = {}
     for e in res.timing.events:
         if is_dma_row(e.engine):
-            acc = per_line.setdefault(e.source, [0.0, 0.0, 0.0, 0.0])
+            acc = per_dma.setdefault(e.instr_id, [0.0, 0.0])
             acc[0] += e.nbytes
-            acc[1] += e.end_ns - e.start_ns
+            acc[1] = max(acc[1], e.end_ns - e.start_ns)
+    # line -> [bytes, time of its DMAs (fixed latency + slowest transfer), ideal time, parts,
+    # count]; the ideal moves the bytes on every DMA engine at the rate of the DMA's direction
+    # (HBM reads at dma_hbm_read_bytes_per_ns, the rest at dma_engine_bytes_per_ns).
+    per_line: dict[str, list[float]] = {}
     for ins in res.program.instructions:
-        if ins.opcode in DMA_OPCODES and str(ins.loc or "") in per_line:
-            acc = per_line[str(ins.loc or "")]
-            acc[2] += max(ins.out.partitions, 1)
-            acc[3] += 1
+        if ins.opcode in DMA_OPCODES and ins.id in per_dma:
+            nbytes, slowest = per_dma[ins.id]
+            rate = (cfg.dma_hbm_read_bytes_per_ns if ins.srcs["src"].space is MemSpace.HBM
+                    else cfg.dma_engine_bytes_per_ns)
+            acc = per_line.setdefault(str(ins.loc or ""), [0.0, 0.0, 0.0, 0.0, 0.0])
+            acc[0] += nbytes
+            acc[1] += cfg.dma_fixed_latency_ns + slowest
+            acc[2] += nbytes / (cfg.dma_engines * rate)
+            acc[3] += max(ins.out.partitions, 1)
+            acc[4] += 1
     found = []  # (time lost, line, bytes per partition, efficiency)
-    for line, (nbytes, ns, parts, count) in per_line.items():
+    for line, (nbytes, ns, ideal, parts, count) in per_line.items():
         if not count or ns <= 0:
             continue
         per_partition = nbytes / parts
-        efficiency = nbytes / (ns * peak)
-        lost = ns * (1 - efficiency) / res.config.dma_engines
+        efficiency = ideal / ns
+        # The fixed cost of many small DMAs overlaps on the 16 engines' queues.
+        lost = (ns - ideal) / cfg.dma_engines
         if (per_partition < SMALL_DMA_BYTES_PER_PARTITION and efficiency < SMALL_DMA_EFFICIENCY
                 and lost >= MIN_SHARE * res.latency_ns):
             found.append((lost, line, per_partition, efficiency))
@@ -98,7 +110,10 @@ def _small_dma(res: SimResult, path: CriticalPath, s: dict) -> list[Advice]:
 
 
 def _reloads(res: SimResult, path: CriticalPath, s: dict) -> list[Advice]:
-    extra = s["memory_bound_ideal"] - s["memory_bound_ideal_no_reloads"]
+    # Reloaded bytes are HBM reads: at dma_hbm_read_bytes_per_ns, not the engines' write peak.
+    cfg = res.config
+    extra = ((s["memory_bound_ideal"] - s["memory_bound_ideal_no_reloads"])
+             * cfg.dma_engine_bytes_per_ns / cfg.dma_hbm_read_bytes_per_ns)
     if _path_share(path, "dma") < MIN_SHARE * 3 or extra < MIN_SHARE * res.latency_ns:
         return []
     loads: dict[tuple, list] = {}  # (tensor, region) -> [count, bytes, lines]
@@ -118,7 +133,7 @@ def _reloads(res: SimResult, path: CriticalPath, s: dict) -> list[Advice]:
     lines = tuple(sorted(lines))
     return [Advice(
         "reloads", f"{', '.join(lines)} load the same region of {name} {count} times "
-        f"({(count - 1) * nbytes:,} B more than once; {_us(extra)} of DMA at peak): keep it in "
+        f"({(count - 1) * nbytes:,} B more than once; {_us(extra)} of HBM reads): keep it in "
         "SBUF across the loop (hoist the load out of it)", lines, extra)]
 
 

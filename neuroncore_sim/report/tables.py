@@ -120,16 +120,22 @@ def dma_line_table(result: SimResult) -> "pd.DataFrame":
     Columns: ``tensors`` (the HBM tensors it reads or writes, else the tiles), ``dmas`` (DMA
     instructions), ``transfers``, ``bytes``, ``bytes_per_partition`` (per DMA instruction, on
     average), ``busy_ns`` (summed transfer time over the DMA engines), ``efficiency_percent``
-    (bytes over what the engines could move at ``dma_engine_bytes_per_ns`` in that time: low
-    when per-transfer overhead dominates). Index: "file.py:LINE"; heaviest (busy) first.
+    (bytes over what the engines could move in that time: at ``dma_hbm_read_bytes_per_ns`` for
+    HBM reads, ``dma_engine_bytes_per_ns`` otherwise; low when the per-descriptor floor
+    dominates). Index: "file.py:LINE"; heaviest (busy) first.
     """
     import pandas as pd
 
+    cfg = result.config
     rows: dict[str, dict] = {}
+    rate: dict[int, float] = {}  # DMA instruction -> the rate its engines move its bytes at
     for ins in result.program.instructions:
         if ins.opcode not in DMA_OPCODES:
             continue
         src, dst = ins.srcs.get("src"), ins.out
+        rate[ins.id] = (cfg.dma_hbm_read_bytes_per_ns
+                        if src is not None and src.space is MemSpace.HBM
+                        else cfg.dma_engine_bytes_per_ns)
         hbm = [a.tensor.name for a in (src, dst) if a is not None and a.space is MemSpace.HBM]
         names = hbm or [a.tensor.name for a in (src, dst) if a is not None]
         row = rows.setdefault(str(ins.loc or ""), {"tensors": set(), "dmas": 0, "parts": 0})
@@ -142,13 +148,14 @@ def dma_line_table(result: SimResult) -> "pd.DataFrame":
             row["transfers"] = row.get("transfers", 0) + 1
             row["bytes"] = row.get("bytes", 0) + e.nbytes
             row["busy_ns"] = row.get("busy_ns", 0.0) + (e.end_ns - e.start_ns)
-    peak = result.config.dma_engine_bytes_per_ns
+            row["ideal_ns"] = (row.get("ideal_ns", 0.0)
+                               + e.nbytes / rate.get(e.instr_id, cfg.dma_engine_bytes_per_ns))
     table = pd.DataFrame([{
         "source": src, "tensors": ",".join(sorted(r["tensors"])), "dmas": r["dmas"],
         "transfers": r.get("transfers", 0), "bytes": r.get("bytes", 0),
         "bytes_per_partition": r.get("bytes", 0) / r["parts"] if r["parts"] else 0.0,
         "busy_ns": r.get("busy_ns", 0.0),
-        "efficiency_percent": (100.0 * r.get("bytes", 0) / (r["busy_ns"] * peak)
+        "efficiency_percent": (100.0 * r.get("ideal_ns", 0.0) / r["busy_ns"]
                                if r.get("busy_ns") else 0.0),
     } for src, r in rows.items()], columns=["source", "tensors", "dmas", "transfers", "bytes",
                                             "bytes_per_partition", "busy_ns",

@@ -260,11 +260,15 @@ def cycles_to_ns(engine: Engine | str, cycles: float, config: NeuronCoreConfig) 
 def pipeline_latency_ns(engine: Engine, config: NeuronCoreConfig) -> float:
     """Time from an instruction's end on ``engine`` until its results are in SRAM.
 
-    TensorE: ``tensor_pipeline_latency_ns`` (profile MATMUL durations); the others:
-    ``engine_pipeline_latency_cycles`` of their own clock. DMA: 0 (a transfer ends when written).
+    TensorE: ``tensor_pipeline_latency_ns`` (profile MATMUL durations less their occupancy);
+    ScalarE: ``scalar_pipeline_latency_cycles`` (static overhead + access overhead, checked on
+    the profile of dependent [128, 1] activations); the others: ``engine_pipeline_latency_cycles``
+    of their own clock. DMA: 0 (a transfer ends when written).
     """
     if engine is Engine.TENSOR:
         return config.tensor_pipeline_latency_ns
+    if engine is Engine.SCALAR:
+        return config.cycles_to_ns("scalar", config.scalar_pipeline_latency_cycles)
     if engine is Engine.DMA:
         return 0.0
     return config.cycles_to_ns(engine.value, config.engine_pipeline_latency_cycles)
@@ -340,12 +344,15 @@ def dma_transfers(ins: Instruction, config: NeuronCoreConfig) -> tuple[DmaTransf
     if ins.attrs.get("dst_rmw_op") is not None and dst.space is MemSpace.HBM:
         hbm_sides += 1  # read-modify-write reads the HBM destination too
     n_transfers = min(config.dma_engines, buffers)
+    # A DMA engine reading HBM moves data at dma_hbm_read_bytes_per_ns (fitted on the trn1 matmul
+    # ladder); writing HBM or copying on chip at dma_engine_bytes_per_ns ([PERF fig30]).
+    rate = (config.dma_hbm_read_bytes_per_ns if src.space is MemSpace.HBM
+            else config.dma_engine_bytes_per_ns)
     out = []
     for t in range(n_transfers):
         b_lo, b_hi = buffers * t // n_transfers, buffers * (t + 1) // n_transfers
         t_bytes = nbytes * b_hi // buffers - nbytes * b_lo // buffers
-        per_buffer = max(config.dma_buffer_overhead_ns,
-                         (t_bytes / (b_hi - b_lo)) / config.dma_engine_bytes_per_ns)
+        per_buffer = max(config.dma_buffer_overhead_ns, (t_bytes / (b_hi - b_lo)) / rate)
         out.append(DmaTransfer(buffers=b_hi - b_lo, nbytes=t_bytes,
                                engine_ns=(b_hi - b_lo) * per_buffer * slowdown,
                                hbm_bytes=t_bytes * hbm_sides))

@@ -108,8 +108,7 @@ class _Index:
                 self.last_of[e.instr_id] = e
             self.stage_of[(e.instr_id, e.opcode)] = e
             rows.setdefault(e.engine, []).append(e)
-        self.rows = {r: sorted(evs, key=lambda e: (e.end_ns, e.start_ns)) for r, evs in
-                     rows.items()}
+        self.rows = {r: sorted(evs, key=_row_key) for r, evs in rows.items()}
         self.row_ends = {r: [e.end_ns for e in evs] for r, evs in self.rows.items()}
         self.by_end = sorted(events, key=lambda e: e.end_ns)
         self.ends = [e.end_ns for e in self.by_end]
@@ -124,7 +123,11 @@ class _Index:
         """The event of ``e``'s row that ended last at or before ``e`` started."""
         ends = self.row_ends[e.engine]
         i = bisect.bisect_right(ends, e.start_ns + _EPS) - 1
-        while i >= 0 and self.rows[e.engine][i] is e:
+        # Zero-length events (instructions the timing model hoists, hoist.py) can share one
+        # instant: only those ordered before ``e`` precede it (else two would point at each
+        # other and the walk would stop).
+        key = _row_key(e)
+        while i >= 0 and (self.rows[e.engine][i] is e or _row_key(self.rows[e.engine][i]) >= key):
             i -= 1
         return self.rows[e.engine][i] if i >= 0 else None
 
@@ -139,6 +142,11 @@ class _Index:
 
 
 _PORT_ROWS = {"port:sbuf": ("vector", "gpsimd"), "port:psum": ("vector", "scalar")}
+
+
+def _row_key(e: Event) -> tuple[float, float, int]:
+    """Order of the events of one row: by end, then start, then instruction."""
+    return (e.end_ns, e.start_ns, e.instr_id)
 
 
 def _predecessor(e: Event, idx: _Index, producer_row_id: tuple[str, int] | None

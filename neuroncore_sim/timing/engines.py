@@ -13,10 +13,11 @@
   transfers.
 * Visibility of a producer's result to a dependant: its end, plus the producer engine's pipeline
   latency for RAW/WAW (TensorE ``tensor_pipeline_latency_ns``; others
-  ``engine_pipeline_latency_cycles``), plus ``semaphore_latency_ns`` when the two are on
-  different engines or the producer is a DMA. WAR waits only for the reader's end (+ semaphore).
-  Two instructions of one in-order engine need no semaphore; a RAW between them exposes the
-  pipeline latency, except on TensorE (PSUM accumulation chains are pipelined) and for a VectorE
+  ``scalar_pipeline_latency_cycles``, ``engine_pipeline_latency_cycles``), plus
+  ``semaphore_latency_ns`` (also between two instructions of one Vector/Scalar/GpSimd engine:
+  the profile shows them waiting on their own engine's semaphore). WAR waits only for the reader's end (+ semaphore).
+  A RAW between two instructions of one in-order engine exposes the pipeline latency and the
+  semaphore wait, except on TensorE (PSUM accumulation chains are pipelined) and for a VectorE
   instruction reading the output of the immediately preceding VectorE instruction, which instead
   pays ``vector_dependent_overhead_cycles`` of extra occupancy (the docs' "static overhead").
 * TensorE runs nc_matmul as LoadStationary (row "tensor_ls") + MultiplyMoving (row "tensor").
@@ -47,6 +48,7 @@ from .cost import (cycles_to_ns, instruction_cycles, kernel_work, matmul_stage_c
 from .dma import DmaEngines
 from .events import (COMPUTE_ROWS, DMA_ROW_PREFIX, LOAD_STATIONARY, MULTIPLY_MOVING,
                      TENSOR_LS_ROW, Event, TimingResult, dma_row, is_dma_row)
+from .hoist import loop_invariant
 from ..program.ir import Engine, Instruction, MemSpace, Opcode, Program
 from .schedule import DMA_QUEUE, RAW, WAR, InstanceSchedule, build_schedule
 
@@ -144,6 +146,8 @@ class _InstanceRun:
         self._last_source: tuple[object, str] = (None, "")  # the last (loc, source) looked up
         self._pipe: dict[str, float] = {}  # queue name -> pipeline_latency_ns of its engine
         self.edges = {iid: self._edges(iid) for iid in self.by_id}
+        #: repeats of loop-invariant instructions: computed once by the compiler (hoist.py)
+        self.hoisted = loop_invariant(inst.instructions)
 
     # --- setup ------------------------------------------------------------------------------
 
@@ -156,7 +160,9 @@ class _InstanceRun:
             if qp == DMA_QUEUE:
                 extra = cfg.semaphore_latency_ns
             elif qp == q:  # same in-order engine: only RAW edges remain
-                extra = 0.0 if q == "tensor" else self._pipeline_ns(q)
+                # [PERF fig16]: a dependent instruction waits on its own engine's semaphore
+                # too, after the producer's result is committed.
+                extra = 0.0 if q == "tensor" else self._pipeline_ns(q) + cfg.semaphore_latency_ns
             elif kind == WAR:
                 extra = cfg.semaphore_latency_ns
             else:
@@ -258,8 +264,11 @@ class _InstanceRun:
             if busy_ports:
                 yield env.all_of([req for _, req, _ in held])
                 why = busy_ports[0]
-            dur = cycles_to_ns(engine, instruction_cycles(ins, self.cfg), self.cfg)
-            dur += self.overhead.get(iid, 0.0)
+            if iid in self.hoisted:
+                dur = 0.0
+            else:
+                dur = cycles_to_ns(engine, instruction_cycles(ins, self.cfg), self.cfg)
+                dur += self.overhead.get(iid, 0.0)
             start = env.now
             self._finish(iid, start + dur)
             # a PSUM spill copy (placement.py) shows as such; its Instruction is a tensor_copy

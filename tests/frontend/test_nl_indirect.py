@@ -210,8 +210,8 @@ def test_gather_cost_is_one_descriptor_per_row_whatever_the_table_size(table_row
     assert sum(t.buffers for t in transfers) == 64
     assert sum(t.nbytes for t in transfers) == 64 * 512 * 4
     assert len(transfers) == 16
-    # 4 rows of 2 KiB per engine, each a descriptor
-    per_row = max(TRN1.dma_buffer_overhead_ns, 2048 / TRN1.dma_engine_bytes_per_ns)
+    # 4 rows of 2 KiB per engine, each a descriptor, read from HBM
+    per_row = max(TRN1.dma_buffer_overhead_ns, 2048 / TRN1.dma_hbm_read_bytes_per_ns)
     assert transfers[0].engine_ns == pytest.approx(4 * per_row)
 
 

@@ -66,21 +66,23 @@ def test_rows_grouped_needs_whole_tiles(dma_rows) -> None:
     ncs.simulate(dma_rows.rows_grouped, **inputs, ROWS_PER_PARTITION=8, functional=False)
 
 
-def test_two_kib_rows_move_the_same_bytes_much_faster(dma_rows) -> None:
-    """Same bytes, same VectorE work, 1/16 of the DMA descriptors: the DMA curve's knee."""
+def test_two_kib_rows_move_the_same_bytes_faster(dma_rows) -> None:
+    """Same bytes, same VectorE work, 1/16 of the DMA instructions: each DMA pays its fixed
+    latency and each 128 B load row still costs its bytes (trn1: loads are byte-bound down to
+    ~49 B rows), so grouping wins on latency, and the wide kernel is bound by its loads."""
     inputs = dma_rows.example_inputs()
     narrow = ncs.simulate(dma_rows.row_per_partition, **inputs, functional=False)
     wide = ncs.simulate(dma_rows.rows_grouped, **inputs, functional=False)
     assert narrow.summary()["dma_bytes"] == wide.summary()["dma_bytes"]
-    assert narrow.summary()["bottleneck"] == "dma"
-    assert wide.latency_ns < narrow.latency_ns / 5
+    assert wide.summary()["bottleneck"] == "dma"
+    assert wide.latency_ns < 0.7 * narrow.latency_ns
 
 
 def test_dma_time_falls_with_bytes_per_partition_until_the_knee(dma_rows) -> None:
-    """Doubling the run per partition halves the DMA time below ~2 KiB, and stops paying
-    beyond it."""
+    """Grouping rows pays while the DMAs are few and latency-bound, and stops paying once the
+    loads are bound by the HBM read rate (a few hundred bytes per partition)."""
     inputs = dma_rows.example_inputs(R=16384)
     latency = {g: ncs.simulate(dma_rows.rows_grouped, **inputs, ROWS_PER_PARTITION=g,
                                functional=False).latency_ns for g in (1, 2, 4, 16, 32)}
-    assert latency[1] > 1.8 * latency[2] > 1.8 ** 2 * latency[4]
-    assert latency[32] > 0.8 * latency[16]
+    assert latency[1] > 1.5 * latency[2] > latency[4]
+    assert latency[4] == pytest.approx(latency[32], rel=0.05)

@@ -48,6 +48,11 @@ CASES = [
     ("matmul_ladder", "blocked_all"),
     ("dma_rows", "row_per_partition"),
     ("dma_rows", "rows_grouped"),
+    ("mamba", "mamba_v1"),
+    ("mamba", "mamba_v2"),
+    ("mamba", "mamba_v3"),
+    ("layernorm_tutorial", "layernorm_v1"),
+    ("layernorm_tutorial", "layernorm_v2"),
 ]
 
 # float32 results: the simulator computes in fp32 like the engines, the references in float64,

@@ -79,7 +79,7 @@ def test_same_launch_is_deterministic():
 
 def test_record_launches_applies_config_and_timing_only(tmp_path):
     toml = tmp_path / "slow_dma.toml"
-    toml.write_text("dma_engine_bytes_per_ns = 1.0\n")
+    toml.write_text("dma_engine_bytes_per_ns = 1.0\ndma_hbm_read_bytes_per_ns = 1.0\n")
     kernel = nki.jit(add)
     a = np.ones((256, 512), np.float32)
     with ncs.record_launches() as fast:

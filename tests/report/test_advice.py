@@ -180,6 +180,7 @@ def test_transposes_fire_when_they_are_most_of_tensore_only() -> None:
 def test_advice_is_in_the_text_summary() -> None:
     res = ncs.simulate(narrow_copy, np.zeros((128, 1024), F32), functional=False)
     text = report.summary_text(res)
-    assert "advice     : the DMAs at" in text
+    # (with trn1's DMA costs the engines' serialisation on the fixed DMA latency comes first)
+    assert "advice     : " in text and "the DMAs at" in text
     quiet = ncs.simulate(wide_copy, np.zeros((128, 4096), F32), functional=False)
     assert advice(quiet) == [] and "advice     :" not in report.summary_text(quiet)

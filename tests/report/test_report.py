@@ -59,7 +59,8 @@ def test_dma_table(result):
 
 def test_source_table(result):
     t = report.source_table(result)
-    assert list(t.index)[0] == "tensor_add.py:32"  # the store line also runs the add
+    # the loads read HBM (~7 B/ns per DMA engine on trn1): a load line is the busiest
+    assert list(t.index)[0] in ("tensor_add.py:30", "tensor_add.py:31")
     assert set(t.index) == {"tensor_add.py:30", "tensor_add.py:31", "tensor_add.py:32"}
     assert t["percent"].sum() == pytest.approx(100.0)
     assert t.loc["tensor_add.py:32", "engines"] == "dma,vector"

@@ -106,21 +106,27 @@ def test_one_matmul_values(matmul_result):
 
 # --- hand-checked summary of one matmul -----------------------------------------------------------
 # Timeline (TRN1): both loads are issued at 0 and start after dma_fixed_latency_ns = 1300.
-#   lhsT [128,128] bf16: 16 transfers of 8 partitions x 256 B; a buffer costs
-#     max(dma_buffer_overhead_ns 138.5, 256 / 18.1) = 138.5 -> 8 x 138.5 = 1108: 1300..2408.
-#   rhs [128,512] bf16: 1024 B buffers, also 138.5 each; every engine busy until 2408: 2408..3516.
-#   MultiplyMoving waits for rhs + semaphore 9: 3525, runs 512 TensorE cycles = 182.857 ns.
-#   The PSUM->SBUF copy (VectorE) waits for the TensorE pipeline 190 + 9: 3906.857, runs
-#     512 cycles / 1.12 GHz = 457.143 -> 4364.0.
-#   The store waits 60 VectorE cycles (53.571) + 9, then 1300: 5726.571; 2048 B buffers
-#     (113.1 ns of data < 138.5 overhead) -> 1108 -> latency 6834.571 ns.
-LATENCY = 4364.0 + 60 / 1.12 + 9 + 1300 + 8 * 138.5
+#   lhsT [128,128] bf16: 16 transfers of 8 partitions x 256 B; a buffer read from HBM costs
+#     max(dma_buffer_overhead_ns 7, 256 / dma_hbm_read_bytes_per_ns 6.96) -> LS_T per engine.
+#   rhs [128,512] bf16: 1024 B buffers: MV_T, after lhsT's transfers on every engine.
+#   MultiplyMoving waits for rhs + semaphore 30 (MM_START), runs 512 TensorE cycles.
+#   The PSUM->SBUF copy (VectorE) waits for the TensorE pipeline 155 + 30 (COPY_START), runs
+#     512 cycles / 1.12 GHz = 457.143.
+#   The store waits 60 VectorE cycles (53.571) + 30, then 1300; 2048 B buffers written to HBM
+#     at dma_engine_bytes_per_ns 18.1: ST_T.
+RD, WR, OVH = 6.96, 18.1, 7.0
+LS_T = 8 * max(OVH, 256 / RD)  # 294.25
+MV_T = 8 * max(OVH, 1024 / RD)  # 1177.01
+ST_T = 8 * max(OVH, 2048 / WR)  # 905.19
+MM_START = 1300 + LS_T + MV_T + 30  # 2801.26
+COPY_START = MM_START + 512 / 2.8 + 155 + 30  # 3169.12
+LATENCY = COPY_START + 512 / 1.12 + 60 / 1.12 + 30 + 1300 + ST_T  # 5915.0
 MM_NS = 512 / 2.8  # 128*128*512 MACs at 128*128 MACs per cycle at 2.8 GHz = 182.857 ns
 DMA_BYTES = 128 * 128 * 2 + 128 * 512 * 2 + 128 * 512 * 4  # 425,984: every byte crosses HBM once
 
 
 def test_one_matmul_latency_by_hand(matmul_result):
-    assert matmul_result.latency_ns == pytest.approx(LATENCY)  # 6834.571
+    assert matmul_result.latency_ns == pytest.approx(LATENCY)  # 5915.0
 
 
 def test_one_matmul_roofline_and_mfu(matmul_result):
@@ -138,86 +144,92 @@ def test_one_matmul_roofline_and_mfu(matmul_result):
     assert s["roofline_ns"] == pytest.approx(1470.939)
     assert s["latency_over_roofline"] == pytest.approx(LATENCY / 1470.939, rel=1e-5)  # 4.646
     assert s["roofline_percent"] == pytest.approx(100 * 1470.939 / LATENCY, rel=1e-5)  # 21.5
-    # MFU: 182.857 ns of peak TensorE work in 6834.571 ns = 2.6755 %.
-    assert s["mfu_percent"] == pytest.approx(2.67548, rel=1e-4)
+    # MFU: 182.857 ns of peak TensorE work in 5915.0 ns = 3.09 %.
+    assert s["mfu_percent"] == pytest.approx(100 * MM_NS / LATENCY, rel=1e-4)
     assert s["achieved_tflops"] == pytest.approx(16_777_216 / LATENCY / 1000)  # 2.4548
 
 
 def test_one_matmul_queue_busy_is_not_bandwidth(matmul_result):
     s = matmul_result.summary()
-    # Three DMAs, each 16 transfers of 1108 ns, averaged over 16 engines: 3324 ns = 48.6 %...
-    assert s["dma_queue_busy_percent"] == pytest.approx(100 * 3 * 1108 / LATENCY)
+    # Three DMAs, each 16 transfers, averaged over 16 engines: LS_T + MV_T + ST_T ns...
+    assert s["dma_queue_busy_percent"] == pytest.approx(100 * (LS_T + MV_T + ST_T) / LATENCY)
     assert s["dma_queue_busy_percent"] == s["busy_percent"]["dma"]
     # ... while the bytes moved are 425,984 / 6834.571 = 62.33 B/ns = 21.5 % of 289.6 B/ns.
     assert s["dma_peak_bytes_per_ns"] == pytest.approx(289.6)
-    assert s["dma_bandwidth_percent_of_peak"] == pytest.approx(21.522, rel=1e-4)
+    assert s["dma_bandwidth_percent_of_peak"] == pytest.approx(
+        100 * DMA_BYTES / LATENCY / 289.6, rel=1e-4)
     assert s["hbm_bytes"] == DMA_BYTES
     assert s["hbm_peak_bytes_per_ns"] == 410.0
-    assert s["hbm_bandwidth_percent_of_peak"] == pytest.approx(15.202, rel=1e-4)
+    assert s["hbm_bandwidth_percent_of_peak"] == pytest.approx(
+        100 * DMA_BYTES / LATENCY / 410.0, rel=1e-4)
     t = report.dma_table(matmul_result)
     assert t.loc["total", "queue_busy_percent"] == pytest.approx(s["dma_queue_busy_percent"])
     assert t.loc["total", "bandwidth_percent_of_peak"] == pytest.approx(
         s["dma_bandwidth_percent_of_peak"])
-    assert t.loc["dma0", "queue_busy_percent"] == pytest.approx(100 * 3 * 1108 / LATENCY)
+    assert t.loc["dma0", "queue_busy_percent"] == pytest.approx(
+        100 * (LS_T + MV_T + ST_T) / LATENCY)
 
 
 def test_one_matmul_stalls(matmul_result):
     s = matmul_result.summary()
-    # VectorE idles from 0 until the matmul result is visible (3906.857); TensorE's
-    # MultiplyMoving idles from 0 until the rhs load is visible (3525).
+    # VectorE idles from 0 until the matmul result is visible (COPY_START); TensorE's
+    # MultiplyMoving idles from 0 until the rhs load is visible (MM_START).
     assert s["top_stalls"] == [
         {"engine": "vector", "waited_on": "tensor",
          "producer": f"nc_matmul at {line_of('MATMUL')}",
-         "stall_ns": pytest.approx(3525 + MM_NS + 199), "count": 1},
+         "stall_ns": pytest.approx(COPY_START), "count": 1},
         {"engine": "tensor", "waited_on": "dma", "producer": f"dma_copy at {line_of('LOAD_MV')}",
-         "stall_ns": pytest.approx(3525.0), "count": 1},
+         "stall_ns": pytest.approx(MM_START), "count": 1},
     ]
     t = report.stall_table(matmul_result)
     assert list(t["engine"]) == ["vector", "tensor"]
-    assert t["percent"].iloc[1] == pytest.approx(100 * 3525 / LATENCY)
+    assert t["percent"].iloc[1] == pytest.approx(100 * MM_START / LATENCY)
     text = report.summary_text(matmul_result)
-    assert (f"stalls     : vector waited 3.91 us on tensor (nc_matmul at {line_of('MATMUL')}), 1x"
+    assert (f"stalls     : vector waited {COPY_START / 1000:.2f} us on tensor (nc_matmul at {line_of('MATMUL')}), 1x"
             in text)
 
 
 def test_one_matmul_memory(matmul_result):
     m = matmul_result.summary()["memory"]
-    # SBUF: lhsT tile 256 B + rhs tile 1024 B per partition (live 1300..3707.857), then the
-    # copy's fp32 [128, 512] tile: 2048 B from 3906.857 (after both loads are dead).
+    # SBUF: lhsT tile 256 B + rhs tile 1024 B per partition (live 1300..MM_START + MM_NS), then the
+    # copy's fp32 [128, 512] tile: 2048 B from COPY_START (after both loads are dead).
     assert m["sbuf"] == {"peak_bytes_per_partition": 2048,
                          "capacity_bytes_per_partition": 192 * 1024 - 16 * 1024,
                          "peak_percent": pytest.approx(100 * 2048 / 180224),
-                         "peak_at_ns": pytest.approx(3906.857, abs=1e-3), "tiles": 3,
+                         "peak_at_ns": pytest.approx(COPY_START, abs=1e-3), "tiles": 3,
                          "peak_sites": {line_of("COPY"): 2048},
                          "spill_save_bytes": 0, "spill_reload_bytes": 0, "spill_sites": {}}
-    # PSUM: one fp32 [128, 512] tile = 2048 B = one bank, from the LoadStationary (2417).
+    # PSUM: one fp32 [128, 512] tile = 2048 B = one bank, from the LoadStationary
+    # (1300 + LS_T + 30).
     assert m["psum"]["peak_bytes_per_partition"] == 2048
-    assert m["psum"]["peak_at_ns"] == pytest.approx(2417.0)
+    assert m["psum"]["peak_at_ns"] == pytest.approx(1300 + LS_T + 30)
     assert m["psum"]["peak_percent"] == pytest.approx(12.5)
     t = report.memory_table(matmul_result)
     assert list(t.index) == [line_of("COPY"), line_of("LOAD_MV"), line_of("LOAD_ST"),
                              line_of("MATMUL")]
     assert list(t["space"]) == ["sbuf", "sbuf", "sbuf", "psum"]
     assert list(t["tile_bytes"]) == [2048, 1024, 256, 2048]
-    assert t.loc[line_of("LOAD_MV"), "first_ns"] == pytest.approx(2408.0)
-    assert t.loc[line_of("LOAD_MV"), "last_ns"] == pytest.approx(3525 + MM_NS)
+    assert t.loc[line_of("LOAD_MV"), "first_ns"] == pytest.approx(1300 + LS_T)
+    assert t.loc[line_of("LOAD_MV"), "last_ns"] == pytest.approx(MM_START + MM_NS)
     series = report.memory_series(matmul_result)
     at = series.set_index("time_ns")
     assert at.loc[1300.0, "sbuf_bytes"] == 256
-    assert at.loc[2408.0, "sbuf_bytes"] == 1280
+    assert at.loc[1300 + LS_T, "sbuf_bytes"] == 1280
     assert series["sbuf_bytes"].max() == 2048 and series["psum_bytes"].max() == 2048
     assert series["sbuf_bytes"].iloc[-1] == 0 and series["psum_bytes"].iloc[-1] == 0
 
 
 def test_summary_text_names_the_new_numbers(matmul_result):
     text = report.summary_text(matmul_result)
-    assert "roofline   : 1,471 ns (dma_bandwidth); the estimate is 4.65x the bound" in text
-    assert "MFU 2.7%" in text
-    assert "bandwidth 22% of peak 289.6 B/ns (dma_engines 16 x dma_engine_bytes_per_ns 18.1)" \
+    assert (f"roofline   : 1,471 ns (dma_bandwidth); the estimate is {LATENCY / 1470.939:.2f}x "
+            "the bound") in text
+    assert f"MFU {100 * MM_NS / LATENCY:.1f}%" in text
+    assert f"bandwidth {100 * DMA_BYTES / LATENCY / 289.6:.0f}% of peak 289.6 B/ns (dma_engines 16 x dma_engine_bytes_per_ns 18.1)" \
         in text
-    assert "queues busy 48.6%" in text and "dma queues 48.6%" in text
-    assert "15% of peak 410 B/ns (hbm_bytes_per_ns)" in text
-    assert f"SBUF peak 2,048 of 180,224 B/partition (1.1%) at 3.91 us ({line_of('COPY')} 2,048)" \
+    busy = f"{100 * (LS_T + MV_T + ST_T) / LATENCY:.1f}%"
+    assert f"queues busy {busy}" in text and f"dma queues {busy}" in text
+    assert f"{100 * DMA_BYTES / LATENCY / 410:.0f}% of peak 410 B/ns (hbm_bytes_per_ns)" in text
+    assert f"SBUF peak 2,048 of 180,224 B/partition (1.1%) at {COPY_START / 1000:.2f} us ({line_of('COPY')} 2,048)" \
         in text
 
 
@@ -276,12 +288,13 @@ def test_latency_bound_verdict():
     ev = s["bottleneck_evidence"]
     assert s["bottleneck"] == "latency"
     assert all(v <= 50 for v in ev["busy_percent"].values())
-    # The add waits for the load: dma_fixed_latency_ns 1300 + 8 buffers x 138.5 + semaphore 9.
+    # The add waits for the load: dma_fixed_latency_ns 1300 + 8 buffers x 7 (16 B rows: the
+    # descriptor floor) + semaphore 30.
     top = s["top_stalls"][0]
     assert top == {"engine": "vector", "waited_on": "dma",
                    "producer": f"dma_copy at {line_of('TINY_LOAD')}",
-                   "stall_ns": pytest.approx(1300 + 8 * 138.5 + 9), "count": 1}
-    assert ev["reason"].endswith(f"largest stall: vector waited 2.42 us on dma (dma_copy at "
+                   "stall_ns": pytest.approx(1300 + 8 * 7 + 30), "count": 1}
+    assert ev["reason"].endswith(f"largest stall: vector waited 1.39 us on dma (dma_copy at "
                                  f"{line_of('TINY_LOAD')}), 1x")
     assert s["latency_over_roofline"] > 10  # tiny work, long fixed latencies
 

@@ -61,7 +61,10 @@ def slow_middle(a):
     for i in nl.affine_range(a.shape[0] // 128):
         t = nl.load(a[i * 128:(i + 1) * 128, :])
         e = nl.exp(t)
-        s = nl.sum(nl.multiply(nl.multiply(e, e), e), axis=1, keepdims=True)
+        # four 2N products and a reduction: 16.5 us of VectorE against a 9.4 us load (HBM
+        # reads at ~111 B/ns)
+        p = nl.multiply(nl.multiply(nl.multiply(nl.multiply(e, e), e), e), e)
+        s = nl.sum(p, axis=1, keepdims=True)
         nl.store(out[i * 128:(i + 1) * 128, :], value=s)
     return out
 

@@ -135,7 +135,7 @@ def test_single_dma_literal():
     b.dma(acc(s), acc(h))
     res = simulate_timing(b.program, TRN1)
     assert len(res.events) == 16
-    per_transfer = 8 * max(TRN1.dma_buffer_overhead_ns, 2048 / TRN1.dma_engine_bytes_per_ns)
+    per_transfer = 8 * max(TRN1.dma_buffer_overhead_ns, 2048 / TRN1.dma_hbm_read_bytes_per_ns)
     assert [(e.start_ns, e.end_ns) for e in res.events] == [
         (1300.0, pytest.approx(1300.0 + per_transfer))] * 16
     assert sorted(e.engine for e in res.events) == sorted(f"dma{i}" for i in range(16))
@@ -159,7 +159,7 @@ def pipeline(n_iter: int, ring: bool) -> Program:
 
 
 def test_pipeline_with_buffer_ring_overlaps_loads():
-    transfer = 8 * TRN1.dma_buffer_overhead_ns  # 2 KiB buffers are overhead-bound
+    transfer = 8 * 2048 / TRN1.dma_hbm_read_bytes_per_ns  # 2 KiB buffers read from HBM
     ring = simulate_timing(pipeline(8, ring=True), TRN1)
     single = simulate_timing(pipeline(8, ring=False), TRN1)
     first = {r: min(e.start_ns for e in res.events if e.instr_id == 3)
@@ -169,7 +169,7 @@ def test_pipeline_with_buffer_ring_overlaps_loads():
     # single buffer: load 1 must wait until copy 0 has read x
     copy0_end = 1300 + transfer + SEM + 512 / VEC
     assert first["single"] == pytest.approx(copy0_end + SEM + 1300)
-    assert ring.latency_ns < 0.6 * single.latency_ns
+    assert ring.latency_ns < 0.7 * single.latency_ns  # the loads themselves now bind
 
 
 def test_instances_run_serially():
@@ -309,9 +309,14 @@ def dma_throughput(bytes_per_partition: int) -> float:
     return k * 128 * bytes_per_partition / (res.latency_ns - TRN1.dma_fixed_latency_ns)
 
 
-def test_dma_rows_of_2kib_far_more_efficient_than_128b():
-    assert dma_throughput(2048) > 10 * dma_throughput(128)
-    assert dma_throughput(4096) >= dma_throughput(2048)
+def test_dma_load_rows_cost_their_bytes_above_the_descriptor_floor():
+    # Loads read HBM at dma_hbm_read_bytes_per_ns per engine (fitted on the trn1 matmul
+    # ladder, where 256 B and 1 KiB rows cost in proportion to their bytes); only rows below
+    # dma_buffer_overhead_ns x that rate (~49 B) are descriptor-bound ([PERF fig29]: 7 ns).
+    peak = 16 * TRN1.dma_hbm_read_bytes_per_ns
+    assert dma_throughput(128) == pytest.approx(dma_throughput(2048), rel=0.02)
+    assert dma_throughput(4096) == pytest.approx(peak, rel=0.02)
+    assert dma_throughput(16) < 0.4 * peak
 
 
 def matmul_stream(dtype: str, n_moving: int, count: int = 64) -> float:
