@@ -14,13 +14,14 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..frontend import compiler, isa, language, typing
+from ..frontend.tensor import NkiTensor as tensor  # ``nki.tensor``: the reference's tensor type
 from ..simulate import simulate_launch
 from .kernel import Kernel
 from ..frontend.torch_io import TorchArgs
 from .benchmark import benchmark, profile
 
 __all__ = ["jit", "trace", "baremetal", "simulate_kernel", "benchmark", "profile", "language",
-           "isa", "typing", "compiler", "Kernel"]
+           "isa", "typing", "compiler", "Kernel", "tensor"]
 
 
 def jit(func: Callable[..., Any] | None = None, *, mode: str = "auto", **options: Any) -> Any:
