@@ -118,10 +118,10 @@ def status(item: Item, out: Outcomes) -> tuple[str, str]:
         return "not on NeuronCore-v2", f"{item.note}; {checked}"
     if q in NOT_SIMULATED:
         return "not simulated", NOT_SIMULATED[q]
-    if out.xfailed.get(q):
-        return "partly", "; ".join(sorted(set(out.xfailed[q])))
-    semantic = [t for t in out.passed.get(q, []) if SURFACE_TEST not in t]
     modes = "".join(f"; NeuronCore-v3-only mode: {m} ({why})" for m, why in item.v3_modes)
+    if out.xfailed.get(q):
+        return "partly", "; ".join(sorted(set(out.xfailed[q]))) + modes
+    semantic = [t for t in out.passed.get(q, []) if SURFACE_TEST not in t]
     if semantic:
         return "supported", f"{len(semantic)} semantics tests{modes}"
     if out.passed.get(q):

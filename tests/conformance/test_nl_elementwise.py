@@ -200,3 +200,14 @@ def test_mask_limits_the_elements_written():
     want = np.zeros_like(x)
     want[:4, 2:] = np.exp(x[:4, 2:])
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.api("nki.language.greater", "nki.language.equal")
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_comparison_without_dtype_gives_one_and_zero_in_the_input_dtype(dtype):
+    # The signature says dtype=bool, its text says "default to be the same as the data type of
+    # the input tiles"; later references say the same ("1 where x > y, 0 otherwise"): we follow it.
+    x = np.arange(16, dtype=dtype).reshape(4, 4)
+    got = apply(lambda a: nl.greater(a, 7), x)
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, (x > 7).astype(dtype))
