@@ -176,6 +176,10 @@ def render(out: Outcomes, suite_code: int, api_log: str | None, tut_log: str | N
         + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + f" (of {len(rows)}).",
         "",
     ]
+    gaps = [(i, st, d) for i, st, d in rows if st in ("partly", "FAILS", "untested")]
+    if gaps:
+        lines += ["## Differences from the reference", ""]
+        lines += [f"- `{i.qualname}` ({st}): {d}" for i, st, d in gaps] + [""]
     if unknown:
         lines += ["**Tests name items the inventory lacks (fix the marks):** "
                   + ", ".join(f"`{n}`" for n in unknown), ""]

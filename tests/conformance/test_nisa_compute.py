@@ -262,3 +262,26 @@ def test_tensor_scalar_reduce():
 @pytest.mark.api("nki.isa.get_nc_version", "nki.isa.nc_version")
 def test_nc_version_is_gen2():
     assert nisa.get_nc_version() == nisa.nc_version.gen2
+
+
+DTYPED = {
+    "tensor_tensor": lambda t, **kw: nisa.tensor_tensor(t, t, op=nl.add, **kw),
+    "tensor_scalar": lambda t, **kw: nisa.tensor_scalar(t, op0=nl.multiply, operand0=2.0, **kw),
+    "activation": lambda t, **kw: nisa.activation(op=nl.exp, data=t, **kw),
+    "tensor_reduce": lambda t, **kw: nisa.tensor_reduce(nl.add, t, axis=1, keepdims=True, **kw),
+    "tensor_copy": lambda t, **kw: nisa.tensor_copy(t, **kw),
+    "reciprocal": lambda t, **kw: nisa.reciprocal(t, **kw),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DTYPED))
+def test_output_dtype_defaults_to_the_input_and_follows_dtype(name, request):
+    # The reference: dtype "if not specified, it will default to be the same as the data type
+    # of the input tile"; the engines compute in float32 and cast on the way out.
+    request.node.add_marker(pytest.mark.api(f"nki.isa.{name}", "nki.language.bfloat16"))
+    x = _x(8, 16, lo=0.5).astype(ml_dtypes.bfloat16)
+    fn = DTYPED[name]
+    as_input = apply(fn, x)
+    as_f32 = apply(lambda t: fn(t, dtype=nl.float32), x)
+    assert as_input.dtype == ml_dtypes.bfloat16 and as_f32.dtype == np.float32
+    np.testing.assert_array_equal(as_input, as_f32.astype(ml_dtypes.bfloat16))

@@ -90,7 +90,7 @@ def test_truth_value_of_a_tile():
 
 @pytest.mark.api("nki.language.full")
 @pytest.mark.xfail(strict=True, reason="nl.full with buffer=nl.shared_hbm (err_hbm_tensor_with_"
-                   "init_value_not_supported) is accepted")
+                   "init_value_not_supported) is accepted: the simulator fills the HBM tensor")
 def test_hbm_tensor_with_init_value():
     def bad():
         t = nl.full((4, 8), fill_value=1.0, dtype=nl.float32, buffer=nl.shared_hbm)
