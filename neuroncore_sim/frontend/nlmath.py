@@ -35,6 +35,7 @@ from .tensor import NkiTensor
 #: The names ``nl`` re-exports (``from .nlmath import *``).
 __all__ = [
     "abs", "add", "all", "arctan", "bitwise_and", "bitwise_or", "bitwise_xor", "broadcast_to",
+    "expand_dims",
     "ceil", "copy_op", "cos", "divide", "equal", "erf", "erf_dx", "exp", "floor", "fmod", "gelu",
     "gelu_apprx_sigmoid", "gelu_apprx_tanh", "gelu_dx", "greater", "greater_equal", "invert",
     "left_shift", "less", "less_equal", "log", "logical_and", "logical_not", "logical_or",
@@ -338,6 +339,13 @@ def static_cast(x: Any, dtype: Any) -> Any:
     out = cast(values, dt)
     return out[()] if out.ndim == 0 else out
 
+
+def expand_dims(data: Any, axis: int) -> NkiTensor:
+    """``nl.expand_dims(data, axis)``: ``data.expand_dims(axis)``, a view with a new size-1 axis."""
+    if not isinstance(data, NkiTensor):
+        raise _tracer.current("expand_dims").fail(
+            KernelError, f"expand_dims: expected a tile, found {type(data).__name__}")
+    return data.expand_dims(axis)
 
 
 def broadcast_to(src: Any, shape: Any, **_: Any) -> NkiTensor:

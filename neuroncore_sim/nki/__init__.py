@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..frontend import compiler, isa, language, typing
+from ..frontend.tensor import NkiTensor as tensor  # ``nki.tensor``: the reference's tensor type
 from ..simulate import simulate_launch
 from .kernel import Kernel
 from ..frameworks.config import FrameworkKernel
@@ -21,7 +22,7 @@ from ..frontend.torch_io import TorchArgs
 from .benchmark import benchmark, profile
 
 __all__ = ["jit", "trace", "baremetal", "simulate_kernel", "benchmark", "profile", "language",
-           "isa", "typing", "compiler", "Kernel", "FrameworkKernel"]
+           "isa", "typing", "compiler", "Kernel", "FrameworkKernel", "tensor"]
 
 
 def jit(func: Callable[..., Any] | None = None, *, mode: str = "auto", **options: Any) -> Any:
