@@ -390,3 +390,19 @@ def permuted_mask(mask: object, order: list[int], ndim: int) -> object:
                                                       tuple(e.sizes[a] for a in order)), ())
     return MaskExpr(mask.kind, mask.op, None,
                     tuple(permuted_mask(p, order, ndim) for p in mask.parts))
+
+def trailing_unit_indices(ndim: int, key: tuple[Any, ...]) -> bool:
+    """True when ``key`` has more indices than ``ndim`` and every extra one selects the single
+    element of a size-1 axis (0, -1, ``:``, ``0:1``)."""
+    if len(key) <= ndim or any(k is None or k is Ellipsis for k in key):
+        return False
+    for k in key[ndim:]:
+        if _is_int(k):
+            if int(k) not in (0, -1):
+                return False
+        elif not (isinstance(k, slice) and k.step in (None, 1)
+                  and all(b is None or _is_int(b) for b in (k.start, k.stop))
+                  and range(1)[slice(*(None if b is None else int(b)
+                                       for b in (k.start, k.stop)))] == range(1)):
+            return False
+    return True

@@ -126,6 +126,11 @@ def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = Fal
         raise v3_error(f"nc_matmul perf_mode={getattr(perf_mode, 'name', perf_mode)}")
     st, mv = _tile(stationary, "nc_matmul stationary"), _tile(moving, "nc_matmul moving")
     cfg = _tracer.current(what).config
+    # TensorE reads SBUF only; an operand in PSUM (an nc_transpose result, as AWS's flash
+    # attention backward passes) is copied to SBUF on VectorE first, as the compiler does
+    # (docs/frontend.md "PSUM accumulation groups")
+    st = tensor_copy(st) if st.space is MemSpace.PSUM else st
+    mv = tensor_copy(mv) if mv.space is MemSpace.PSUM else mv
     for t, role in ((st, "stationary"), (mv, "moving")):
         if t.space is not MemSpace.SBUF:
             raise _fail(MemorySpaceError, f"{what} {role}: expected a tile in sbuf, found "

@@ -22,7 +22,7 @@ from ..errors import AccessError, SimulatorError, UnsupportedError
 from ..program.ir import Access, MemSpace, TensorDecl
 from . import tracer as _tracer
 from .basic_index import VIEW_CACHE_SIZE, basic_index, view_key, whole_index
-from .indexing import DynamicIndex, IndexExpr, _is_int
+from .indexing import DynamicIndex, IndexExpr, _is_int, trailing_unit_indices
 from .index_split import SplitExpr, split_view
 from .tensor_surface import Frame, TensorSurface
 
@@ -300,6 +300,11 @@ class NkiTensor(TensorSurface):
                         del views[next(iter(views))]
                     views[cache_key] = view
                 return view
+        if self.space is not MemSpace.HBM and trailing_unit_indices(self.ndim, key):
+            # a [P] tile (a reduction result, or t[:, i] of a [P, F] one) is NKI's [P, 1]:
+            # t[:, 0] and t[:, 0:1] index its implicit size-1 free axis (docs/frontend.md)
+            from .broadcast import relabel
+            return relabel(self, self.shape + (1,) * (len(key) - self.ndim))[key]
         if any(isinstance(k, (NkiTensor, DynamicIndex)) for k in key):
             if self.space is MemSpace.HBM:  # an index tile: indirect DMA operand
                 from .indirect import indirect_view
@@ -485,3 +490,4 @@ class NkiTensor(TensorSurface):
 
 
 from . import language as _nl  # noqa: E402  (operators forward to nl; cyclic by design)
+

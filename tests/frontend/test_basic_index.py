@@ -16,6 +16,8 @@ from neuroncore_sim.config import load_config
 from neuroncore_sim.dtypes import float32
 from neuroncore_sim.errors import SimulatorError
 from neuroncore_sim.frontend.basic_index import basic_index, view_key
+from neuroncore_sim.frontend.broadcast import relabel
+from neuroncore_sim.frontend.indexing import trailing_unit_indices
 from neuroncore_sim.frontend.tensor import NkiTensor
 from neuroncore_sim.frontend.tracer import Tracer
 from neuroncore_sim.program.ir import MemSpace, Program, TensorDecl
@@ -60,8 +62,11 @@ def _case(draw: st.DrawFn) -> tuple[TensorDecl, tuple, tuple]:
 
 
 def _general(view: NkiTensor, key: tuple) -> tuple:
-    """What the general path gives: the view's geometry or the error."""
+    """What the general path gives: the view's geometry or the error (an on-chip tile indexed
+    past its axes by unit indices is its [.., 1] relabelling, as NkiTensor.__getitem__ does)."""
     try:
+        if view.space is not MemSpace.HBM and trailing_unit_indices(view.ndim, key):
+            view = relabel(view, view.shape + (1,) * (len(key) - view.ndim))
         v = view._index_basic(key)
     except SimulatorError as e:
         return ("error", type(e), e.message)

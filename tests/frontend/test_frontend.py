@@ -296,10 +296,9 @@ def test_unsupported_names_raise_simulator_errors_not_attribute_errors():
 def test_matmul_operand_rules():
     def bad_space(a):
         s = nl.load(a)
-        p = nl.zeros((128, 128), nl.float32, buffer=nl.psum)
-        return nisa.nc_matmul(s, p)
+        return nisa.nc_matmul(s, a)  # an HBM operand (a PSUM one is copied to SBUF first)
 
-    with pytest.raises(MemorySpaceError, match="moving: expected a tile in sbuf, found psum"):
+    with pytest.raises(MemorySpaceError, match="moving: expected a tile in sbuf, found hbm"):
         run(bad_space, np.zeros((128, 128), np.float32))
 
     def bad_k(a, b):
