@@ -186,7 +186,13 @@ def _ring(tids: list[int], decls: dict[int, TensorDecl], first: dict[int, int],
     else:
         slot = row_bytes
     site = str(t0.site) if t0.site is not None else f"tensor {t0.name}"
-    buffers = min(len(tids), max(config.loop_tile_buffers, live_max))
+    # A block tensor's blocks are tiles of one generation: the allocator rotates
+    # loop_tile_buffers generations of them, as it rotates plain tiles (so the next iteration's
+    # blocks can load while this one's are read).
+    generation: dict[int, int] = {}
+    for tid in tids:
+        generation[decls[tid].id] = generation.get(decls[tid].id, 0) + 1
+    buffers = min(len(tids), max(config.loop_tile_buffers * max(generation.values()), live_max))
     return BufferRing(site, t0.space, len(tids), live_max, buffers, slot)
 
 
