@@ -179,15 +179,20 @@ def placement(tr: _tracer.Tracer, buf: DirectBuffer, dims: tuple[int, ...], pa: 
             raise tr.fail(KernelError, f"{what}: block {idx}: a tile of {pdim} partitions must "
                           f"start at partition {' or '.join(map(str, allowed))}; found {part}")
         usable = cfg.sbuf_usable_bytes_per_partition
-        if addr < 0 or addr + fdim > usable:
-            # (an allocator object kept across kernel calls keeps counting: the addresses are
-            # what the allocation function returned, as on the hardware)
-            raise tr.fail(CapacityError, f"{what}: block {idx}: a tile of {fdim} bytes per "
-                          f"partition at byte_addr {addr} ends at {addr + fdim}; expected it "
-                          f"within the {usable} usable SBUF bytes per partition "
-                          f"({cfg.sbuf_bytes_per_partition} less the compiler's "
+        size = cfg.sbuf_bytes_per_partition
+        # The guide bounds the start: "a valid byte_addr can be any integer from 0 (inclusive) to
+        # 192KiB-16KiB (exclusive)"; the tile itself must end inside the physical partition.
+        # (An allocator object kept across kernel calls keeps counting: the addresses are what
+        # the allocation function returned, as on the hardware.)
+        if addr < 0 or addr >= usable:
+            raise tr.fail(CapacityError, f"{what}: block {idx}: byte_addr {addr}; expected "
+                          f"0 <= byte_addr < {usable} ({size} less the compiler's "
                           f"{cfg.sbuf_reserved_bytes_per_partition}, NKI direct allocation "
                           f"guide)")
+        if addr + fdim > size:
+            raise tr.fail(CapacityError, f"{what}: block {idx}: a tile of {fdim} bytes per "
+                          f"partition at byte_addr {addr} ends at {addr + fdim}; expected it "
+                          f"within the {size} bytes of an SBUF partition")
         tiles.append((part, addr))
     return Placement(tuple(tiles), pdim, fdim)
 

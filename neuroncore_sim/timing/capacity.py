@@ -162,7 +162,7 @@ def _capacity(space: MemSpace, config: NeuronCoreConfig, placed: dict[MemSpace, 
     """Bytes per partition of ``space`` left to compiler-managed tiles."""
     total = (config.sbuf_usable_bytes_per_partition if space is MemSpace.SBUF
              else config.psum_bytes_per_partition)
-    return total - placed[space]
+    return max(0, total - placed[space])  # (direct allocation may reach into the reserve)
 
 
 def _site_key(t: TensorDecl) -> tuple[object, ...]:

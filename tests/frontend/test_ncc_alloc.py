@@ -126,7 +126,7 @@ def test_block_dims_double_buffer():
 def test_direct_allocation_errors():
     def past_capacity():
         nl.ndarray((nl.par_dim(128), 512), dtype=nl.float32,  # BAD
-                   buffer=ncc.sbuf.mod_alloc(base_addr=176 * 1024 - 1024))
+                   buffer=ncc.sbuf.mod_alloc(base_addr=176 * 1024))
 
     def bad_partition():
         nl.ndarray((nl.par_dim(128), 8), dtype=nl.float32,  # BAD
@@ -152,8 +152,9 @@ def test_direct_allocation_errors():
         nl.ndarray((2, nl.par_dim(128), 8), dtype=nl.float32,
                    buffer=ncc.psum.mod_alloc(base_bank=6, num_bank_tiles=(2,)))
 
-    expect_error(CapacityError, r"ends at 181248; expected it within the 180224 usable SBUF "
-                 r"bytes per partition", past_capacity)
+    # the guide bounds the start: 0 <= byte_addr < 192 KiB - 16 KiB
+    expect_error(CapacityError, r"byte_addr 180224; expected 0 <= byte_addr < 180224",
+                 past_capacity)
     expect_error(KernelError, r"a tile of 128 partitions must start at partition 0; found 32",
                  bad_partition)
     expect_error(CapacityError, r"block \(2,\): expected a PSUM bank 0..7, found bank 8",

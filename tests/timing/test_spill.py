@@ -247,15 +247,15 @@ def test_one_instruction_beyond_sbuf_is_a_capacity_error():
 
 
 def direct_overflow():
-    t = nl.ndarray((2, nl.par_dim(128), 24576), dtype=nl.float32,  # BAD
+    t = nl.ndarray((2, nl.par_dim(128), 25000), dtype=nl.float32,  # BAD
                    buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2,)))
-    t[0] = nl.zeros((128, 24576), dtype=nl.float32)
+    t[0] = nl.zeros((128, 25000), dtype=nl.float32)
 
 
 def test_direct_allocation_past_usable_sbuf_is_a_capacity_error():
-    with pytest.raises(CapacityError, match=r"ncc.sbuf.mod_alloc: block \(1,\): a tile of 98304 "
-                       r"bytes per partition at byte_addr 98304 ends at 196608; expected it within "
-                       r"the 180224 usable SBUF bytes per partition") as info:
+    with pytest.raises(CapacityError, match=r"ncc.sbuf.mod_alloc: block \(1,\): a tile of 100000 "
+                       r"bytes per partition at byte_addr 100000 ends at 200000; expected it within "
+                       r"the 196608 bytes of an SBUF partition") as info:
         ncs.simulate(direct_overflow, timing=False)
     assert info.value.loc == line(direct_overflow, "# BAD")
 
@@ -294,10 +294,10 @@ def test_mod_alloc_addresses_per_block_and_an_allocator_kept_across_calls():
     decl = next(t for t in res.program.tensors if t.placement is not None)
     # block i at base_addr + (i % num_free_tiles) * fdim_size bytes (the reference's formula)
     assert decl.placement.tiles == ((0, 0), (0, 65536))
-    # a second call starts at base_addr 131072: its block (0,) ends at 196608, past 180224
-    with pytest.raises(CapacityError, match=r"block \(0,\): a tile of 65536 bytes per partition "
-                       r"at byte_addr 131072 ends at 196608; expected it within the 180224 usable "
-                       r"SBUF bytes") as info:
+    # a second call starts at base_addr 131072: its block (1,) starts at 196608, past the
+    # guide's bound on byte_addr (192 KiB - 16 KiB)
+    with pytest.raises(CapacityError, match=r"block \(1,\): byte_addr 196608; expected 0 <= "
+                       r"byte_addr < 180224") as info:
         ncs.simulate(kernel, a, out)
     assert info.value.loc == line(kernel, "# ALLOC")
 
