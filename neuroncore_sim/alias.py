@@ -19,7 +19,8 @@ def install_neuronxcc_alias() -> None:
     resolve to ``neuroncore_sim.nki`` and its modules.
     """
     from . import nki
-    from .frontend import compiler, isa, language, typing
+    from .frontend import compiler, isa, typing
+    from .nki import language
 
     root = sys.modules.get("neuronxcc")
     if root is None or not getattr(root, "__neuroncore_sim_alias__", False):

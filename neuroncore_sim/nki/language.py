@@ -1,11 +1,35 @@
-"""``nki.language``: the user-facing name of :mod:`neuroncore_sim.frontend.language`.
+"""``nki.language`` (nl): the NKI names of :mod:`neuroncore_sim.frontend.language`, and no others.
 
-This module *is* that module: importing it returns the front-end module object itself, so
-``import neuroncore_sim.nki.language`` and ``neuronxcc.nki.language`` (after the alias) are one module.
+The implementation module also holds its own imports and helpers (``np``, ``Engine``,
+``assign``, ...); a kernel author's ``dir(nl)``, ``hasattr(nl, "np")`` and tab completion see
+only what NKI's ``nki.language`` has. ``neuronxcc.nki.language`` (after the alias) is this
+module. A name NKI has that the simulator does not implement, or does not know, raises the
+implementation's error (an ``UnsupportedError`` that is also an ``AttributeError``).
 """
 
-import sys as _sys
+from typing import Any as _Any
 
 from ..frontend import language as _impl
 
-_sys.modules[__name__] = _impl
+#: Names of the implementation module that are not part of NKI's nki.language.
+_IMPLEMENTATION = frozenset({
+    "Any", "Buffer", "CapacityError", "Engine", "KernelError", "MemSpace", "MemorySpaceError",
+    "NkiTensor", "ON_CHIP", "Opcode", "ShapeError", "UnsupportedError", "accumulate",
+    "annotations", "assign", "binary", "broadcast_error", "builtins", "checked_access",
+    "common_shape", "copy_op", "dma_move", "dropped", "expand", "issue_into", "math", "nisa",
+    "np", "operand", "padded", "partition_broadcast", "relabel", "same_layout", "scalar_value",
+    "shape_arg", "start_partition_error",
+})
+
+__all__ = sorted(n for n in vars(_impl) if not n.startswith("_") and n not in _IMPLEMENTATION)
+globals().update({_n: getattr(_impl, _n) for _n in __all__})
+
+
+def __getattr__(name: str) -> _Any:
+    if name in _IMPLEMENTATION:
+        raise AttributeError(f"module 'nki.language' has no attribute {name!r}")
+    return getattr(_impl, name)  # not implemented yet / unknown: the implementation's error
+
+
+def __dir__() -> list[str]:
+    return list(__all__)
