@@ -95,6 +95,11 @@ class SpillWarning(SimulatorWarning):
     some of them to HBM and reloads them (the kernel runs, slower; docs/model.md)."""
 
 
+class UnwrittenOutputWarning(SimulatorWarning):
+    """A kernel returns an output tensor it never wrote, or wrote only in part: those elements
+    are garbage on the hardware (NaN here)."""
+
+
 class LoopDependencyWarning(SimulatorWarning):
     """An ``nl.affine_range`` iteration reads what an earlier iteration wrote (not an
     accumulation): the compiler may reorder or pipeline the iterations."""

@@ -33,6 +33,7 @@ import numpy as np
 from .timing.placement import check_capacity
 from .config import NeuronCoreConfig, load_config
 from .environment import launch_environment
+from .launch_outputs import collect_outputs
 from .dtypes import to_dtype
 from .errors import (ConfigError, KernelError, SimulatorError, SimulatorWarning,
                      UnsupportedError, caller_loc, expected)
@@ -256,7 +257,7 @@ def _run_launch(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[i
                 raise
             returned = result if instance == 0 else returned
         tr.finish(returned)
-    outputs = _collect(tr, executor, returned, user_arrays, _def_loc(fn))
+    outputs = collect_outputs(tr, executor, returned, user_arrays, _def_loc(fn))
     return outputs, tr.warnings + (executor.checks.warnings if executor is not None else [])
 
 
@@ -270,62 +271,6 @@ def _raise_first(executor: PipelinedExecutor | Executor | None, error: Exception
         raise earlier.with_traceback(None) from None
     if isinstance(error, SimulatorError):
         _tracer.locate_in_kernel(error)
-
-
-def _collect(tr: _tracer.Tracer, executor: PipelinedExecutor | Executor | None, returned: Any,
-             user_arrays: dict[int, np.ndarray], def_loc: str | None) -> tuple[Any, ...]:
-    """Outputs: the returned tensors' values; written argument arrays are updated in place.
-    ``def_loc`` (the kernel's ``def`` line) locates a bad return value."""
-    # Only argument arrays can need the written-tensor set; skip the scan otherwise (large
-    # programs record tens of thousands of instructions).
-    written = {a.tensor.id for ins in tr.program.instructions for a in ins.dsts.values()
-               if a.tensor.id in user_arrays} if user_arrays else set()
-    taken: dict[int, np.ndarray] = {}
-
-    def values(decl):  # the end of the launch: storage is handed over, copied only if repeated
-        if decl.id in taken:
-            return taken[decl.id].copy()
-        taken[decl.id] = executor.take(decl)
-        return taken[decl.id]
-
-    if executor is not None:
-        for tid, arr in user_arrays.items():
-            if tid in written:
-                np.copyto(arr, values(tr.program.tensors[tid]), casting="unsafe")
-    items = returned if isinstance(returned, (tuple, list)) else (
-        () if returned is None else (returned,))
-    outs: list[Any] = []
-    for item in items:
-        if isinstance(item, NkiTensor):
-            if item.space is not MemSpace.HBM:
-                made = item.tensor.site
-                raise KernelError(
-                    f"kernel return value: expected HBM tensors (nl.ndarray(..., "
-                    f"buffer=nl.shared_hbm), written with nl.store), found a tile in "
-                    f"{item.space.value}" + (f" made at {made}" if made else ""), def_loc)
-            outs.append(_view_values(item, values(item.tensor)) if executor is not None
-                        else None)
-        else:
-            outs.append(item)
-    if not items:
-        outs = [user_arrays[t] for t in sorted(user_arrays) if t in written]
-    return tuple(outs)
-
-
-def _view_values(view: NkiTensor, whole: np.ndarray) -> np.ndarray:
-    """The values a returned HBM view selects (``return out.reshape(...)``, a slice, a
-    ``view(dtype)``): the whole tensor's array when it is the whole tensor as declared."""
-    acc = view.access()
-    decl = view.tensor
-    if (acc.view_dtype is None and acc.offset == 0 and acc.shape == tuple(decl.shape)
-            and acc.pattern == tuple(zip(decl.strides, decl.shape))):
-        return whole
-    flat = np.ascontiguousarray(whole).reshape(-1)  # HBM storage is C order
-    if acc.view_dtype is not None:
-        flat = flat.view(acc.view_dtype)
-    isz = flat.itemsize
-    return np.ndarray(acc.shape, flat.dtype, flat, acc.offset * isz,
-                      [st * isz for st, _ in acc.pattern]).copy()
 
 
 def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,

@@ -65,6 +65,7 @@ LAYER_OF_MODULE: dict[str, int] = {
     "result": 3,
     "simulate": 3,
     "environment": 3,
+    "launch_outputs": 3,
     "cli": 5,
     "pytest_plugin": 5,
     "alias": 5,

@@ -143,6 +143,7 @@ def test_check_threshold_checks_small_points_only(scale_file: Path) -> None:
     assert pd.isna(by_width.loc[1024, "match"])
 
 
+@pytest.mark.filterwarnings("ignore::neuroncore_sim.errors.UnwrittenOutputWarning")  # (cols=768)
 def test_a_wrong_result_is_not_the_best(tmp_path: Path, scale_file: Path) -> None:
     """A point that is fast but wrong (here cols=768 skips part of the output) is flagged and
     not marked best."""

@@ -1,0 +1,99 @@
+"""What a finished launch hands back: its outputs, and whether it wrote them.
+
+Returned HBM tensors (or the written argument arrays of an output-argument kernel) become numpy
+arrays; views (``return out.reshape(...)``) give the values they select. A returned tensor that
+no instruction wrote, or (functional runs) that was written only in part, gives an
+:class:`~neuroncore_sim.errors.UnwrittenOutputWarning` at the kernel's ``def`` line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .errors import KernelError, UnwrittenOutputWarning
+from .frontend import tracer as _tracer
+from .frontend.tensor import NkiTensor
+from .program.ir import MemSpace
+from .values.execute import Executor
+from .values.fast.pipeline import PipelinedExecutor
+
+
+def collect_outputs(tr: _tracer.Tracer, executor: PipelinedExecutor | Executor | None, returned: Any,
+             user_arrays: dict[int, np.ndarray], def_loc: str | None) -> tuple[Any, ...]:
+    """Outputs: the returned tensors' values; written argument arrays are updated in place.
+    ``def_loc`` (the kernel's ``def`` line) locates a bad return value."""
+    # Only argument arrays can need the written-tensor set; skip the scan otherwise (large
+    # programs record tens of thousands of instructions).
+    written = {a.tensor.id for ins in tr.program.instructions for a in ins.dsts.values()
+               if a.tensor.id in user_arrays} if user_arrays else set()
+    taken: dict[int, np.ndarray] = {}
+
+    def values(decl):  # the end of the launch: storage is handed over, copied only if repeated
+        if decl.id in taken:
+            return taken[decl.id].copy()
+        taken[decl.id] = executor.take(decl)
+        return taken[decl.id]
+
+    if executor is not None:
+        for tid, arr in user_arrays.items():
+            if tid in written:
+                np.copyto(arr, values(tr.program.tensors[tid]), casting="unsafe")
+    items = returned if isinstance(returned, (tuple, list)) else (
+        () if returned is None else (returned,))
+    outs: list[Any] = []
+    for item in items:
+        if isinstance(item, NkiTensor):
+            if item.space is not MemSpace.HBM:
+                made = item.tensor.site
+                raise KernelError(
+                    f"kernel return value: expected HBM tensors (nl.ndarray(..., "
+                    f"buffer=nl.shared_hbm), written with nl.store), found a tile in "
+                    f"{item.space.value}" + (f" made at {made}" if made else ""), def_loc)
+            _check_written(tr, executor, item, def_loc)
+            outs.append(_view_values(item, values(item.tensor)) if executor is not None
+                        else None)
+        else:
+            outs.append(item)
+    if not items:
+        outs = [user_arrays[t] for t in sorted(user_arrays) if t in written]
+    return tuple(outs)
+
+
+def _check_written(tr: _tracer.Tracer, executor: PipelinedExecutor | Executor | None,
+                   item: NkiTensor, def_loc: str | None) -> None:
+    """Warn (UnwrittenOutputWarning, at the kernel's def line) when a returned tensor was never
+    written, or (functional runs) written only in part."""
+    decl = item.tensor
+    where = f" (allocated at {decl.site})" if decl.site is not None else ""
+    if not any(a.tensor is decl for ins in tr.program.instructions for a in ins.dsts.values()):
+        missing = "never written"
+    elif executor is not None:
+        left = executor.checks.unwritten(item.access())
+        if left is None:
+            return
+        total = int(np.prod(item.shape))
+        count = total if left is True else int(np.count_nonzero(left))
+        missing = f"written only in part: {count} of its {total} elements never written"
+    else:
+        return
+    msg = (f"kernel return value {decl.name}{where} is {missing}; expected every element "
+           f"written (nl.store into it), found garbage on the hardware (NaN here)")
+    tr.warnings.append(UnwrittenOutputWarning(f"{def_loc}: {msg}" if def_loc else msg))
+
+
+def _view_values(view: NkiTensor, whole: np.ndarray) -> np.ndarray:
+    """The values a returned HBM view selects (``return out.reshape(...)``, a slice, a
+    ``view(dtype)``): the whole tensor's array when it is the whole tensor as declared."""
+    acc = view.access()
+    decl = view.tensor
+    if (acc.view_dtype is None and acc.offset == 0 and acc.shape == tuple(decl.shape)
+            and acc.pattern == tuple(zip(decl.strides, decl.shape))):
+        return whole
+    flat = np.ascontiguousarray(whole).reshape(-1)  # HBM storage is C order
+    if acc.view_dtype is not None:
+        flat = flat.view(acc.view_dtype)
+    isz = flat.itemsize
+    return np.ndarray(acc.shape, flat.dtype, flat, acc.offset * isz,
+                      [st * isz for st, _ in acc.pattern]).copy()
