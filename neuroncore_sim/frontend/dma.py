@@ -39,12 +39,12 @@ def load(src: Any, *, mask: Any = None, dtype: Any = None) -> NkiTensor:
     if src.space is not MemSpace.HBM:
         raise tr.fail(MemorySpaceError, f"{what} src: expected a tensor in hbm, found "
                       f"{src.space.value} (copy between on-chip tiles with nl.copy)")
-    _not_one_element(tr, what, "src", src)
-    shape = src.shape if src.ndim >= 2 else src.shape + (1,)
+    # a single element (a[3, 4], as AWS's flash attention loads its sink) is a [1, 1] tile
+    shape = src.shape if src.ndim >= 2 else src.shape + (1,) if src.ndim else (1, 1)
     if shape[0] > tr.config.num_partitions:
         raise tr.fail(ShapeError, f"{what}: the first axis becomes the partition dim; expected "
                       f"at most {tr.config.num_partitions}, found {shape[0]}")
-    view = src if src.ndim >= 2 else src[:, None]
+    view = src if src.ndim >= 2 else src[:, None] if src.ndim else src[None, None]
     out_dtype = to_dtype(dtype, f"{what} dtype") if dtype is not None else src.dtype
     return issue(what, Opcode.DMA_COPY, Engine.DMA, shape, out_dtype, {"src": view},
                  {"dst_rmw_op": None}, mask=mask, spaces=_DMA_SPACES)
@@ -99,7 +99,8 @@ def store(dst: Any, value: Any, *, mask: Any = None) -> None:
     if not isinstance(dst, NkiTensor) or dst.space is not MemSpace.HBM:
         found = dst.space.value if isinstance(dst, NkiTensor) else type(dst).__name__
         raise tr.fail(MemorySpaceError, f"{what} dst: expected a tensor in hbm, found {found}")
-    _not_one_element(tr, what, "dst", dst)
+    if dst.ndim == 0:  # one element (out[i, j]): a [1, 1] region
+        dst = dst[None, None]
     if not isinstance(value, NkiTensor):
         from . import language as nl
         value = nl.full(dst.shape, value, dst.dtype)
@@ -107,13 +108,6 @@ def store(dst: Any, value: Any, *, mask: Any = None) -> None:
         from .isa import tensor_copy
         value = tensor_copy(value)
     dma_move(what, dst, value, mask, None)
-
-
-def _not_one_element(tr: Any, what: str, role: str, t: NkiTensor) -> None:
-    # a[3] of a 1-D tensor (or a[3, 4]) is a 0-d view, which no DMA moves as a tile
-    if t.ndim == 0:
-        raise tr.fail(ShapeError, f"{what} {role}: expected a region with at least one axis, "
-                      "found a single element (index with a slice, a[3:4], to move one)")
 
 
 def dma_move(what: str, dst: NkiTensor, src: NkiTensor, mask: Any, rmw: str | None) -> None:

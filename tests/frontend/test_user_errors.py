@@ -312,21 +312,21 @@ def test_a_list_argument_is_not_an_hbm_tensor():
                                   [[1.0, 2.0]])
 
 
-def test_one_element_of_hbm_is_moved_by_a_slice_not_an_int():
-    def bad_load(a):
-        nl.load(a[3, 4])  # BAD
-
+def test_one_element_of_hbm_moves_as_a_1_by_1_tile():
+    """a[3, 4] (as AWS's flash attention loads its sink) is a [1, 1] region for load and store,
+    like a[3:4, 4:5]; a region of more elements does not fit one."""
     def bad_store(a):
-        nl.store(a[0, 0], 1.0)  # BAD
+        nl.store(a[0, 0], value=nl.load(a[0:2, 0:1]))  # BAD
 
     def good(a, out):  # an output-argument kernel
-        nl.store(out[0:1, 0:1], value=nl.load(a[3:4, 4:5]))
+        nl.store(out[0, 0], value=nl.load(a[3, 4]))
         nl.store(out[1:2, 0:1], 1.0)
+        t = nl.load(a[5, 6])
+        assert t.shape == (1, 1)
 
     a = np.arange(64, dtype=F32).reshape(8, 8)
-    msg = r"expected a region with at least one axis, found a single element"
-    expect_error(ShapeError, "load src: " + msg, bad_load, a)
-    expect_error(ShapeError, "store dst: " + msg, bad_store, a)
+    expect_error(ShapeError, r"store: expected src shape \[1, 1\] \(the dst shape\), found \[2, 1\]",
+                 bad_store, a)
     out = np.zeros((2, 1), F32)
     ncs.trace(good, a, out)
     np.testing.assert_array_equal(out, [[28.0], [1.0]])
