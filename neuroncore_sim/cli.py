@@ -35,7 +35,8 @@ from .errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ConfigError, SimulatorErro
 from .sweep.kernel_file import (UsageError, example_inputs, find_kernel, load_kernel_file,
                                 max_abs_error, split_target)
 from .result import SimResult
-from .simulate import record_launches, simulate
+from .frameworks.profile import profile_session
+from .simulate import simulate
 
 
 
@@ -191,13 +192,17 @@ def _run(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
     sys.argv = [str(script)] + list(args.args)
     sys.path.insert(0, str(script.resolve().parent))  # as `python SCRIPT.py` would
     try:
-        with record_launches(config=cfg, functional=not args.timing_only,
-                             progress=_progress(args)) as launches:
+        with profile_session(config=cfg, functional=not args.timing_only,
+                             progress=_progress(args)) as session:
             ending = _run_script(script)
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
+    launches = session.results
     for n, res in enumerate(launches, 1):
         _report(res, n, args.out, trace_max_events=args.trace_max_events)
+    if len(launches) > 1:  # where the device time of the whole run went, per kernel and layer
+        print("== all launches (estimated device time per launch, kernel and layer)")
+        print(session.table())
     return _script_ending(script, ending, len(launches), args.debug)
 
 

@@ -60,6 +60,9 @@ def test_run_times_every_launch_and_writes_reports(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "script args: ['--flag', '7']" in text
     assert "== launch 1: add_one" in text and "== launch 2: add_one" in text
+    # and where the whole run's device time went, per kernel and per layer
+    assert "== all launches" in text and "per kernel" in text and "per layer" in text
+    assert "over 2 launches" in text
     assert "latency" in text and "bottleneck" in text
     for n in (1, 2):
         folder = out / f"launch{n}_add_one"

@@ -144,6 +144,12 @@ class ProfileSession:
         self.host_ns: float = 0.0
 
     @property
+    def results(self) -> list[SimResult]:
+        """The launches' SimResults so far, in order."""
+        with self._results._lock:
+            return list(self._results)
+
+    @property
     def launches(self) -> list[LaunchRecord]:
         """Every launch so far, in order."""
         with self._results._lock:
@@ -202,8 +208,8 @@ class ProfileSession:
 
 
 @contextlib.contextmanager
-def profile_session(config: Any = None, functional: bool = True,
-                    model: Any = None) -> Iterator[ProfileSession]:
+def profile_session(config: Any = None, functional: bool = True, model: Any = None,
+                    progress: Any = False) -> Iterator[ProfileSession]:
     """Record every kernel launch made inside the block (see the module's docstring).
 
     Args:
@@ -211,8 +217,9 @@ def profile_session(config: Any = None, functional: bool = True,
         functional: False times the launches without values (outputs are None; only for
             programs that do not use them).
         model: a ``torch.nn.Module`` whose submodules name the layers of its launches.
+        progress: progress bars for each launch, as in :func:`neuroncore_sim.simulate`.
     """
-    with record_launches(config=config, functional=functional) as rec:
+    with record_launches(config=config, functional=functional, progress=progress) as rec:
         rec.results = _OriginList()
         session = ProfileSession(rec.results)
         start = time.perf_counter_ns()
