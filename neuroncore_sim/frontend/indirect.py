@@ -119,16 +119,39 @@ def gather(what: str, src: IndirectView, dtype: Any, mask: Any) -> NkiTensor:
     """``nl.load(t[idx, ...])``: a new SBUF tile with the selected rows."""
     from ..dtypes import to_dtype
     tr = _tracer.current(what)
-    if mask is not None:
-        raise tr.fail(UnsupportedError, f"{what}: mask= on an indirect DMA is not supported")
     if src.shape[0] > tr.config.num_partitions:
         raise tr.fail(ShapeError, f"{what}: at most {tr.config.num_partitions} indices, found "
                       f"{src.shape[0]}")
     out_dtype = to_dtype(dtype, f"{what} dtype") if dtype is not None else src.dtype
+    if mask is not None:
+        return _masked_gather(what, src, out_dtype, mask)
     return issue(what, Opcode.DMA_COPY, Engine.DMA, src.shape, out_dtype,
                  {"src": src.table, "index": src.index},
                  {"dst_rmw_op": None, "indirect": "src", "oob_mode": "error"},
                  spaces=_DMA_SPACES)
+
+
+def _masked_gather(what: str, src: IndirectView, out_dtype: Any, mask: Any) -> NkiTensor:
+    """``nl.load(t[idx, ...], mask=m)``: only the rows (and columns) the mask keeps are gathered,
+    so the index rows it drops are never read (they may hold any value, as a resize kernel's
+    rows past the end of its output do). The mask must be a box (bounds per axis); the rows
+    it drops are left unwritten in the new tile."""
+    from . import language as nl
+    from .operands import mask_box
+    tr = _tracer.current(what)
+    box, residual, empty = mask_box(mask, src.shape)
+    if residual is not None:
+        raise tr.fail(UnsupportedError, f"{what}: mask= on an indirect DMA must be bounds per "
+                      f"axis (i < n, i >= m, combined with &); found a mask that is not a box "
+                      f"over {list(src.shape)}")
+    out = nl.ndarray(src.shape, dtype=out_dtype, buffer=nl.sbuf)
+    if empty or box is None:
+        return out if empty else NkiTensor.whole(out.decl)
+    (lo, hi), cols = box[0], box[1:]
+    free = tuple(slice(a, b) for a, b in cols)
+    rows = IndirectView(src.table[(slice(None),) + free], src.index[lo:hi])
+    dma_indirect(what, out[(slice(lo, hi),) + free], rows, None, None)
+    return out
 
 
 def dma_indirect(what: str, dst: Any, src: Any, mask: Any, rmw: str | None,

@@ -81,7 +81,7 @@ def binary(name: str, x: Any, y: Any, dtype: Any = None, mask: Any = None) -> An
         if isinstance(t, NkiTensor):
             _check_on_chip(t, f"nl.{name}")
     if xt and yt:
-        out = dtype if dtype is not None else promote(x.dtype, y.dtype)
+        out = dtype if dtype is not None else _true_division(name, promote(x.dtype, y.dtype))
         if x.space is MemSpace.PSUM and y.space is MemSpace.PSUM:
             # VectorE reads at most one operand from PSUM: the compiler stages one in SBUF.
             y = nisa.tensor_copy(y)
@@ -100,8 +100,14 @@ def binary(name: str, x: Any, y: Any, dtype: Any = None, mask: Any = None) -> An
         return nisa.tensor_tensor(expand(x, shape, what), expand(y, shape, what), name,
                                   dtype=out, mask=mask)
     tile, scalar, reverse = (x, y, False) if xt else (y, x, name not in _COMMUTATIVE)
-    out = dtype if dtype is not None else promote_scalar(tile.dtype, scalar)
+    out = dtype if dtype is not None else _true_division(name, promote_scalar(tile.dtype, scalar))
     return nisa.tensor_scalar(tile, name, scalar, reverse0=reverse, dtype=out, mask=mask)
+
+
+def _true_division(name: str, dt: Any) -> Any:
+    """``nl.divide`` is true division: integer operands give a float32 quotient (AWS's resize
+    kernel floors ``pos / width`` to get a row; an integer quotient would round it)."""
+    return float32 if name == "divide" and not is_float(dt) else dt
 
 
 def _make_binary(name: str) -> Any:
