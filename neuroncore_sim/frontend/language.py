@@ -132,7 +132,17 @@ def ndarray(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "",
     placed = None
     if type(buf) is not Buffer:  # ncc.sbuf.alloc / mod_alloc, ncc.psum.alloc / mod_alloc
         from .compiler import placement
-        placed = placement(tr, buf, dims, pa, dt.itemsize)  # type: ignore[arg-type]
+        # NKI traces an nl.affine_range body once; here it runs per iteration, so Python state
+        # the body changes (an address counter, as AWS's allocated attention keeps) would drift.
+        # A direct allocation at one line of an affine loop keeps its first iteration's place.
+        key = (tr.user_loc(), tuple(loop for loop, _ in tr.loops))
+        first = tr.lang_state.setdefault("loop_placements", {})
+        if tr.loops and any(k for _, k in tr.loops) and key in first:
+            placed = first[key]  # type: ignore[index]
+        else:
+            placed = placement(tr, buf, dims, pa, dt.itemsize)  # type: ignore[arg-type]
+            if tr.loops:
+                first[key] = placed  # type: ignore[index]
     decl = tr.new_tensor(buf.space, dims, dt, partition_axis=pa if buf.space is not MemSpace.HBM
                          else 0, kind=buf.kind, name=name or None, placement=placed)
     return NkiTensor.whole(decl)

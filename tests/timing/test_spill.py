@@ -294,10 +294,10 @@ def test_mod_alloc_addresses_per_block_and_an_allocator_kept_across_calls():
     decl = next(t for t in res.program.tensors if t.placement is not None)
     # block i at base_addr + (i % num_free_tiles) * fdim_size bytes (the reference's formula)
     assert decl.placement.tiles == ((0, 0), (0, 65536))
-    # a second call starts at base_addr 131072: its block (1,) starts at 196608, past the
-    # guide's bound on byte_addr (192 KiB - 16 KiB)
-    with pytest.raises(CapacityError, match=r"block \(1,\): byte_addr 196608; expected 0 <= "
-                       r"byte_addr < 180224") as info:
+    # a second call starts at base_addr 131072: its block (1,) ends past the partition
+    with pytest.raises(CapacityError, match=r"block \(1,\): a tile of 65536 bytes per partition "
+                       r"at byte_addr 196608 ends at 262144; expected it within the 196608 "
+                       r"bytes") as info:
         ncs.simulate(kernel, a, out)
     assert info.value.loc == line(kernel, "# ALLOC")
 
