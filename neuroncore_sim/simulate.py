@@ -113,9 +113,17 @@ def launch_grid(grid: Any) -> tuple[int, ...]:
     out = []
     for d in dims:
         size = getattr(d, "size", d)  # nl.spmd_dim-like objects carry a size
-        if not isinstance(size, (int, np.integer)) or int(size) < 1:
+        if (not isinstance(size, (int, np.integer)) or isinstance(size, bool)
+                or int(size) < 0):
             raise KernelError(f"grid: expected positive integers, found {d!r}")
         out.append(int(size))
+    if 0 in out:
+        # Published kernels launch ``kernel[0](...)`` and check a full result, so the
+        # toolchain runs them once; we do the same and say so (docs/frontend.md).
+        warnings.warn(f"launch grid {list(out)} has a dimension of 0: simulated as one "
+                      "instance along it, as NKI runs such kernels", SimulatorWarning,
+                      stacklevel=3)
+        out = [max(1, d) for d in out]
     return tuple(out)
 
 

@@ -88,7 +88,8 @@ CYCLES_TO_BREAK: frozenset[frozenset[str]] = frozenset({
     # isa.py is both an instruction module and the facade of its siblings.
     frozenset({"frontend.broadcast", "frontend.compiler", "frontend.dma", "frontend.dynamic",
                "frontend.gather", "frontend.index_split", "frontend.indexing",
-               "frontend.indirect", "frontend.isa", "frontend.isa_select", "frontend.language",
+               "frontend.indirect", "frontend.isa", "frontend.isa_dma", "frontend.isa_select",
+               "frontend.language",
                "frontend.nlmath", "frontend.operands", "frontend.rng", "frontend.tensor",
                "frontend.tensor_surface"}),
 })

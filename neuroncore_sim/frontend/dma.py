@@ -25,7 +25,7 @@ def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(n for n in shape if n != 1)
 
 
-def load(src: Any, *, mask: Any = None, dtype: Any = None) -> NkiTensor:
+def load(src: Any, *, mask: Any = None, dtype: Any = None, name: str | None = None) -> NkiTensor:
     """Load an HBM region into a new SBUF tile (its first axis becomes the partition dim)."""
     what = "load"
     tr = _tracer.current(what)
@@ -50,7 +50,8 @@ def load(src: Any, *, mask: Any = None, dtype: Any = None) -> NkiTensor:
                  {"dst_rmw_op": None}, mask=mask, spaces=_DMA_SPACES)
 
 
-def load_transpose2d(src: Any, *, mask: Any = None, dtype: Any = None) -> NkiTensor:
+def load_transpose2d(src: Any, *, mask: Any = None, dtype: Any = None,
+                     name: str | None = None) -> NkiTensor:
     """Load a 2-D HBM region [A, B] transposed into a new SBUF tile [B, A] (DMA transpose)."""
     what = "load_transpose2d"
     tr = _tracer.current(what)
@@ -86,7 +87,7 @@ def _dma_transpose(what: str, src: NkiTensor, axes: Any, mask: Any, dtype: Any,
                  {"axes": axes}, spaces=_DMA_SPACES)
 
 
-def store(dst: Any, value: Any, *, mask: Any = None) -> None:
+def store(dst: Any, value: Any, *, mask: Any = None, name: str | None = None) -> None:
     """Store a tile into an HBM region (PSUM tiles are first copied to SBUF)."""
     what = "store"
     tr = _tracer.current(what)

@@ -450,32 +450,6 @@ def bn_aggr(data: Any, *, mask: Any = None, dtype: Any = None) -> NkiTensor:
                  {"data": d}, {}, mask=mask, mask_shape=d.shape)
 
 
-# --- DMA -------------------------------------------------------------------------------------
-def dma_copy(*, dst: Any, src: Any, mask: Any = None, dst_rmw_op: Any = None,
-             oob_mode: Any = None, dge_mode: Any = None) -> None:
-    """Copy ``src`` to ``dst`` with a DMA (HBM or SBUF on either side)."""
-    from .dma import dma_move
-    from .indirect import IndirectView, dma_indirect
-    if getattr(dge_mode, "name", dge_mode) == "hwdge":
-        raise v3_error("dma_copy dge_mode=hwdge (hardware DGE)")
-    rmw = None if dst_rmw_op is None else op_name(dst_rmw_op, "dma_copy dst_rmw_op",
-                                                  frozenset({"add"}))
-    if isinstance(dst, IndirectView) or isinstance(src, IndirectView):
-        dma_indirect("dma_copy", dst, src, mask, rmw, oob_mode)
-        return
-    dma_move("dma_copy", _tile(dst, "dma_copy dst"), _tile(src, "dma_copy src"), mask, rmw)
-
-
-def dma_transpose(src: Any, *, axes: Any = None, mask: Any = None, dtype: Any = None) -> NkiTensor:
-    """Transpose while moving (DMA): [A, B] -> [B, A]; 3-D axes (2, 1, 0); 4-D (3, 1, 2, 0)."""
-    from .dma import _dma_transpose
-    s = _tile(src, "dma_transpose src")
-    if s.space is MemSpace.PSUM:
-        raise _fail(MemorySpaceError, "dma_transpose src: expected a tensor in hbm or sbuf, "
-                    "found psum")
-    return _dma_transpose("dma_transpose", s, axes, mask, dtype)
-
-
 def __getattr__(name: str) -> Any:
     if name.startswith("__"):
         raise AttributeError(name)
@@ -489,8 +463,19 @@ def __getattr__(name: str) -> Any:
 
 # The rest of the instruction set lives in its own modules (they need nothing from this one);
 # their public names become names of this module, so ``nisa.<name>`` and ``dir(nisa)`` see them.
-from . import dynamic as _dynamic, isa_select as _select  # noqa: E402
+from . import dynamic as _dynamic, isa_dma as _dma, isa_select as _select  # noqa: E402
 from .isa_select import V3_ONLY, v3_error  # noqa: E402
 
-for _mod in (_dynamic, _select):
+for _mod in (_dynamic, _select, _dma):
     globals().update({_n: getattr(_mod, _n) for _n in _mod.EXPORTS})
+
+# NKI's instructions take ``name=`` (and report other unknown keywords clearly): wrap each
+# public instruction of this module and its companions once, here.
+from .api_keywords import accepts_name as _accepts_name  # noqa: E402
+
+_INSTRUCTION_MODULES = {__name__, _dynamic.__name__, _select.__name__, _dma.__name__}
+for _n, _f in list(globals().items()):
+    if (not _n.startswith("_") and callable(_f) and not isinstance(_f, type)
+            and getattr(_f, "__module__", None) in _INSTRUCTION_MODULES and _n != "v3_error"):
+        globals()[_n] = _accepts_name(_f, f"nisa.{_n}")
+

@@ -23,6 +23,8 @@ from .dma import dma_move, load, load_transpose2d, store  # noqa: F401  (nl.load
 from .indexing import arange, ds, mgrid  # noqa: F401  (nl.arange etc.)
 from .gather import gather_flattened, loop_reduce  # noqa: F401
 from .indirect import atomic_rmw  # noqa: F401  (nl.atomic_rmw)
+from .iteration import (affine_range, nc, num_programs, program_id,  # noqa: F401  (nl loops,
+                        program_ndim, sequential_range, spmd_dim, static_range)  # SPMD grid)
 from .rng import nl_dropout as dropout, rand, random_seed  # noqa: F401
 from .nlmath import *  # noqa: F401,F403  (the element-wise / reduction surface)
 from .nlmath import binary, copy_op, partition_broadcast  # noqa: F401
@@ -132,16 +134,18 @@ def ndarray(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "",
     placed = None
     if type(buf) is not Buffer:  # ncc.sbuf.alloc / mod_alloc, ncc.psum.alloc / mod_alloc
         from .compiler import placement
-        # NKI traces an nl.affine_range body once; here it runs per iteration, so Python state
-        # the body changes (an address counter, as AWS's allocated attention keeps) would drift.
-        # A direct allocation at one line of an affine loop keeps its first iteration's place.
-        key = (tr.user_loc(), tuple(loop for loop, _ in tr.loops))
+        # NKI traces an nl.affine_range / nl.sequential_range body once; here it runs per
+        # iteration, so Python state the body changes (an address counter, as AWS's allocated
+        # attention kernels keep) would drift. A direct allocation at one line of such a loop
+        # keeps its first iteration's place.
+        loops, later = tr.traced_iteration()
+        key = (tr.user_loc(), loops)
         first = tr.lang_state.setdefault("loop_placements", {})
-        if tr.loops and any(k for _, k in tr.loops) and key in first:
+        if later and key in first:
             placed = first[key]  # type: ignore[index]
         else:
             placed = placement(tr, buf, dims, pa, dt.itemsize)  # type: ignore[arg-type]
-            if tr.loops:
+            if loops:
                 first[key] = placed  # type: ignore[index]
     decl = tr.new_tensor(buf.space, dims, dt, partition_axis=pa if buf.space is not MemSpace.HBM
                          else 0, kind=buf.kind, name=name or None, placement=placed)
@@ -352,133 +356,9 @@ def device_print(prefix: str, x: Any, *, mask: Any = None, **_: Any) -> None:
         print(prefix, x)
 
 
-# --- loops and SPMD ---------------------------------------------------------------------------
-def _loop(what: str, args: tuple[Any, ...]) -> range:
-    # like Python's range, integers only: `nl.affine_range(n / 128)` must not truncate
-    for a in args:  # (plain ints, the usual bounds, go straight to range)
-        if type(a) is not int:
-            break
-    else:
-        return range(*args)
-    if not builtins.all(isinstance(a, (int, np.integer)) and not isinstance(a, bool)
-                        for a in args):
-        tr = _tracer.active_or_none()
-        msg = f"{what}: expected integer bounds, found {list(args)!r}"
-        raise tr.fail(KernelError, msg) if tr is not None else KernelError(msg)
-    return range(*(int(a) for a in args))
-
-
-def affine_range(*args: int, **_: Any) -> Any:
-    """A loop whose iterations are independent (the compiler may pipeline them); inside a
-    kernel, the instructions of each iteration are tagged with it, so reads of what an earlier
-    iteration wrote can be reported (``loopcheck.py``)."""
-    iterations = _loop("nl.affine_range", args)
-    tr = _tracer.active_or_none()
-    return iterations if tr is None else _AffineRange(tr, iterations)
-
-
-class _AffineRange:
-    """``nl.affine_range`` inside a kernel: iterates (and has a ``len``) like its range, and
-    each ``for`` over it is one tagged loop (:meth:`Tracer.affine_loop`)."""
-
-    def __init__(self, tr: _tracer.Tracer, iterations: range) -> None:
-        self._tracer, self._iterations = tr, iterations
-
-    def __len__(self) -> int:
-        return len(self._iterations)
-
-    def __iter__(self) -> Any:
-        return self._tracer.affine_loop(self._iterations)
-
-
-def sequential_range(*args: int, **_: Any) -> range:
-    """A loop with loop-carried dependencies, run in order."""
-    return _loop("nl.sequential_range", args)
-
-
-def static_range(*args: int, **_: Any) -> range:
-    """A loop fully unrolled at trace time."""
-    return _loop("nl.static_range", args)
-
-
-def program_id(axis: int) -> int:
-    """This instance's index along grid ``axis``."""
-    tr = _tracer.current("nl.program_id")
-    axis = int(axis)
-    if axis < 0:
-        raise tr.fail(KernelError, f"nl.program_id: expected a non-negative axis, found {axis}")
-    # Axes past the launch grid behave as size-1 grid dims (a kernel written for a 2-D grid
-    # also runs without one).
-    return tr.program_id[axis] if axis < len(tr.program_id) else 0
-
-
-def num_programs(axes: Any = None) -> int:
-    """Number of instances along ``axes`` (all axes when None)."""
-    tr = _tracer.current("nl.num_programs")
-    grid = tr.grid
-    if axes is None:
-        return int(np.prod(grid)) if grid else 1
-    axes = axes if isinstance(axes, (tuple, list)) else (axes,)
-    return int(np.prod([grid[int(a)] if int(a) < len(grid) else 1 for a in axes]))
-
-
-def _grid_size(n: Any, what: str) -> int:
-    """A grid dim size: a positive int, an ``nl.nc`` or an ``nl.spmd_dim``."""
-    size = n.size if isinstance(n, (nc, spmd_dim)) else n
-    if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)) \
-            or int(size) < 1:
-        msg = f"{what}: expected a positive int, nl.nc(n) or nl.spmd_dim(...), found {n!r}"
-        tr = _tracer.active_or_none()
-        raise tr.fail(KernelError, msg) if tr is not None else KernelError(msg)
-    return int(size)
-
-
-class _GridDim:
-    """Product of grid dims: ``nl.nc(2) * 2`` is ``nl.spmd_dim(nl.nc(2), 2)`` and
-    ``2 * nl.nc(2)`` is ``nl.spmd_dim(2, nl.nc(2))`` (the docs' syntactic sugar)."""
-
-    size: int
-
-    def __mul__(self, other: Any) -> spmd_dim:
-        return spmd_dim(self, other)
-
-    def __rmul__(self, other: Any) -> spmd_dim:
-        return spmd_dim(other, self)
-
-
-class nc(_GridDim):  # noqa: N801
-    """``nl.nc(n)``: a grid dim spread over n physical NeuronCores; simulated as a plain grid
-    dim of size n (instances run one after another on one core, so which core runs which
-    instance changes no result)."""
-
-    def __init__(self, n: int) -> None:
-        self.size = _grid_size(n, "nl.nc")
-
-    def __repr__(self) -> str:
-        return f"nl.nc({self.size})"
-
-
-class spmd_dim(_GridDim):  # noqa: N801
-    """``nl.spmd_dim(nl.nc(2), 2)``: a grid dim whose size is the product of its parts."""
-
-    def __init__(self, *parts: Any) -> None:
-        if not parts:
-            _grid_size(None, "nl.spmd_dim")
-        self.parts = parts
-        self.size = int(np.prod([_grid_size(p, "nl.spmd_dim") for p in parts]))
-
-    def __repr__(self) -> str:
-        return f"nl.spmd_dim({', '.join(map(repr, self.parts))})"
-
-
 def shared_identity_matrix(n: int, dtype: Any = _dt.uint8, **_: Any) -> NkiTensor:
     """An [n, n] identity matrix constant in HBM."""
     return shared_constant(np.eye(int(n)), dtype=dtype)
-
-
-def program_ndim() -> int:
-    """Number of grid dims."""
-    return len(_tracer.current("nl.program_ndim").grid)
 
 
 _UNSUPPORTED_HINT = "(it is part of the NKI surface neuroncore_sim does not implement yet)"

@@ -185,6 +185,9 @@ class Tracer:
         self.lang_state: dict[str, object] = {}
         #: the running nl.affine_range iterations, outermost first: (loop id, iteration)
         self.loops: tuple[tuple[int, int], ...] = ()
+        #: the running loops NKI traces once (nl.affine_range and nl.sequential_range), outermost
+        #: first: (loop line, iteration); see :meth:`traced_iteration`
+        self.traced_loops: tuple[tuple[object, int], ...] = ()
         from .mask_bool import forget
         forget()  # `a and b` masks left pending by an earlier launch that failed
 
@@ -208,14 +211,38 @@ class Tracer:
         """Iterate ``iterations`` as an ``nl.affine_range`` loop: instructions issued in it
         record which iteration they belong to (``Instruction.loops``)."""
         loop_id = len(self.program.loops)
-        self.program.loops.append(self.user_loc())
-        outer = self.loops
+        loc = self.user_loc()
+        self.program.loops.append(loc)
+        outer, traced = self.loops, self.traced_loops
         try:
             for k, value in enumerate(iterations):
                 self.loops = outer + ((loop_id, k),)
+                self.traced_loops = traced + ((loc, k),)
                 yield value
         finally:
             self.loops = outer  # also on break / exceptions (the generator is closed)
+            self.traced_loops = traced
+
+    def sequential_loop(self, iterations: range) -> Iterator[int]:
+        """Iterate ``iterations`` as an ``nl.sequential_range`` loop (see
+        :meth:`traced_iteration`)."""
+        loc = self.user_loc()
+        traced = self.traced_loops
+        try:
+            for k, value in enumerate(iterations):
+                self.traced_loops = traced + ((loc, k),)
+                yield value
+        finally:
+            self.traced_loops = traced
+
+    def traced_iteration(self) -> tuple[tuple[object, ...], bool]:
+        """Where the kernel is in the loops NKI traces once: the lines of the running
+        ``nl.affine_range`` / ``nl.sequential_range`` loops and whether this is a later
+        iteration than the first of any of them. NKI runs such a loop's Python body once; the
+        simulator runs it per iteration, so Python state the body changes (an address counter
+        advanced by each direct allocation) must not drift between iterations."""
+        return (tuple(loc for loc, _ in self.traced_loops),
+                any(k for _, k in self.traced_loops))
 
     # --- source locations ----------------------------------------------------------------------
     def user_loc(self) -> SourceLoc | None:
