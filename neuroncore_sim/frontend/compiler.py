@@ -202,10 +202,22 @@ def _directive(fn: Callable[..., Any] | None = None, **_: Any) -> Any:
     return fn
 
 
-skip_middle_end_transformations = _directive
+def _keeps_order(fn: Callable[..., Any] | None = None, **_: Any) -> Any:
+    """A directive under which the compiler keeps the kernel's instruction order (no middle-end
+    transformations, no reordering): returns the kernel unchanged, marked so that loop-carried
+    dependencies in its ``nl.affine_range`` loops are not reported (the reordering they warn
+    of does not happen; AWS's hand-pipelined attention kernels rely on it)."""
+    def mark(f: Any) -> Any:
+        target = getattr(f, "func", f)  # an nki.jit kernel, or the plain function
+        target._ncs_keeps_order = True
+        return f
+    return mark if fn is None else mark(fn)
+
+
+skip_middle_end_transformations = _keeps_order
+no_reorder = _keeps_order
 enable_stack_allocator = _directive
 force_auto_alloc = _directive
-no_reorder = _directive
 
 
 def multi_buffer(n: int) -> int:

@@ -188,6 +188,9 @@ class Tracer:
         #: the running loops NKI traces once (nl.affine_range and nl.sequential_range), outermost
         #: first: (loop line, iteration); see :meth:`traced_iteration`
         self.traced_loops: tuple[tuple[object, int], ...] = ()
+        #: the kernel is compiled in its own order (ncc.skip_middle_end_transformations /
+        #: no_reorder): affine loops are not reordered, so carried dependencies are not reported
+        self.keeps_order = False
         from .mask_bool import forget
         forget()  # `a and b` masks left pending by an earlier launch that failed
 
@@ -290,7 +293,7 @@ class Tracer:
         if where is not None:
             raise UnsupportedError(f"'and' / 'or' between masks whose value never became an "
                                    f"instruction's mask=; combine masks with & and |", where)
-        if self.program.loops:
+        if self.program.loops and not self.keeps_order:
             self.warnings.extend(loop_carried_reads(self.program))
         if returned is None or (isinstance(returned, (tuple, list)) and not returned):
             return

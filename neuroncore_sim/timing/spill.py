@@ -10,11 +10,15 @@ Called by :func:`.capacity.plan_buffers` only then. The model (docs/model.md, "S
   accesses wait for those tiles' accesses (WAR/WAW). Fragmentation is not modelled (chunks need
   not be contiguous).
 * When an instruction needs a tile that is not in the memory (its first use, or a use after it was
-  spilled) and there is no room, resident tiles that this instruction does not touch are evicted,
-  the one whose next use is furthest away first (Belady's choice; ties: the larger tile, then the
-  later key). A victim written since it was last saved is stored to the next memory first (a
-  *spill save*: SBUF to HBM, PSUM to SBUF); a victim whose copy there is current is dropped
-  without a store.
+  spilled) and there is no room, resident tiles that this instruction does not touch are evicted.
+  The victim is the one whose next use is furthest away per byte its eviction moves (Belady's
+  choice weighted by cost: a dirty tile costs a save and a reload of its bytes, a clean one a
+  reload, a tile never written nothing; ties: the furthest next use, the larger tile, then the
+  later key). A victim written since it was
+  last saved is stored to the next memory first (a *spill save*: SBUF to HBM, PSUM to SBUF); a
+  victim whose copy there is current is dropped without a store.
+* A tile filled only by DMA loads from HBM tensors the kernel never writes (its inputs) is clean:
+  the compiler reloads it from where it was loaded (rematerialisation) instead of saving it.
 * A spilled tile is brought back (a *spill reload*) just before its next use.
 * An instruction whose own tiles exceed SBUF cannot run: CapacityError at its line.
 
@@ -33,6 +37,7 @@ from typing import Callable
 
 from ..errors import CapacityError
 from ..program.ir import Instruction, MemSpace, TensorDecl
+from ..program.opcodes import DMA_OPCODES
 from .events import PSUM_SPILL_RELOAD, PSUM_SPILL_SAVE, SPILL_RELOAD, SPILL_SAVE
 from .tiles import access_keys
 
@@ -106,7 +111,7 @@ def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[in
     """
     save_kind, reload_kind = ((SPILL_SAVE, SPILL_RELOAD) if space is MemSpace.SBUF
                               else (PSUM_SPILL_SAVE, PSUM_SPILL_RELOAD))
-    touched, written, uses = _scan(instrs, split, space)
+    touched, written, loaded, uses = _scan(instrs, split, space)
     size = {k: size_of(t) for k, t in decls.items() if t.space is space}
     plan = SpillPlan(capacity=capacity)
     resident: dict[int, int] = {}
@@ -132,7 +137,8 @@ def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[in
             if k in resident:
                 continue
             while used + size[k] > capacity:
-                v = _victim(resident, need, uses, size, i)
+                v = _victim(resident, need, uses, i, lambda v: _eviction_bytes(
+                    v, size[v] * decls[v].rows, dirty, saved))
                 used -= resident.pop(v)
                 free.append([size[v], v])
                 out.add(v)
@@ -161,6 +167,9 @@ def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[in
         plan.demand = max(plan.demand, used + out_bytes)
         for k in written[i]:
             dirty.add(k)
+        for k in loaded[i]:  # filled from an input: reloadable from it unless already dirty
+            if k not in dirty:
+                saved.add(k)
     for ops in plan.before.values():  # saves free memory the reloads take: saves first
         ops.sort(key=lambda op: op.kind != save_kind)
     return plan
@@ -183,13 +192,21 @@ def _take(free: deque[list[int]], nbytes: int) -> tuple[int, ...]:
 
 
 def _scan(instrs: list[Instruction], split: dict[int, int], space: MemSpace
-          ) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]], dict[int, list[int]]]:
-    """Per instruction: the ``space`` tile keys it touches and those it writes; per key its
-    uses."""
+          ) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]], list[tuple[int, ...]],
+                     dict[int, list[int]]]:
+    """Per instruction: the ``space`` tile keys it touches, those it writes with a value that
+    exists nowhere else (dirty), those it fills from a kernel input (a DMA load whose sources
+    are all HBM tensors nothing writes); per key its uses."""
+    written_hbm = {a.tensor.id for ins in instrs for a in ins.dsts.values()
+                   if a.tensor.space is MemSpace.HBM}
     touched: list[tuple[int, ...]] = []
     written: list[tuple[int, ...]] = []
+    loaded: list[tuple[int, ...]] = []
     uses: dict[int, list[int]] = {}
     for i, ins in enumerate(instrs):
+        from_input = (ins.opcode in DMA_OPCODES and bool(ins.srcs)
+                      and all(a.tensor.space is MemSpace.HBM and a.tensor.id not in written_hbm
+                              for a in ins.srcs.values()))
         seen: dict[int, None] = {}
         wrote: list[int] = []
         for a, is_write in ins.accesses():
@@ -203,20 +220,31 @@ def _scan(instrs: list[Instruction], split: dict[int, int], space: MemSpace
         for k in seen:
             uses.setdefault(k, []).append(i)
         touched.append(tuple(seen))
-        written.append(tuple(wrote))
-    return touched, written, uses
+        written.append(() if from_input else tuple(wrote))
+        loaded.append(tuple(wrote) if from_input else ())
+    return touched, written, loaded, uses
 
 
-def _victim(resident: dict[int, int], need: list[int], uses: dict[int, list[int]],
-            size: dict[int, int], i: int) -> int:
-    """The resident tile not used by instruction ``i`` whose next use is furthest away."""
+def _eviction_bytes(k: int, nbytes: int, dirty: set[int], saved: set[int]) -> int:
+    """Bytes evicting tile ``k`` moves: a save and a reload when dirty, a reload when its copy
+    elsewhere is current, nothing when it was never written."""
+    return 2 * nbytes if k in dirty else nbytes if k in saved else 0
+
+
+def _victim(resident: dict[int, int], need: list[int], uses: dict[int, list[int]], i: int,
+            cost: Callable[[int], int]) -> int:
+    """The resident tile not used by instruction ``i`` whose next use is furthest away per byte
+    its eviction moves (``cost``)."""
     best, best_rank = -1, None
     for k in resident:
         if k in need:
             continue
         u = uses[k]
         j = bisect.bisect_right(u, i)
-        rank = (u[j] if j < len(u) else _NEVER, size[k], k)
+        distance = (u[j] - i) if j < len(u) else _NEVER
+        nbytes = cost(k)
+        # ties: Belady's own choice (the furthest next use), then the larger tile, the later key
+        rank = (distance / nbytes if nbytes else float("inf"), distance, resident[k], k)
         if best_rank is None or rank > best_rank:
             best, best_rank = k, rank
     assert best_rank is not None  # _too_big ruled out an instruction that alone does not fit

@@ -247,6 +247,22 @@ def test_affine_range_loop_carried_dependency_warns():
     clean(good, a)
 
 
+@pytest.mark.parametrize("directive", ["skip_middle_end_transformations", "no_reorder"])
+@pytest.mark.parametrize("outer", [False, True])
+def test_kernels_compiled_in_their_own_order_do_not_warn(directive, outer):
+    # Hand-pipelined kernels (AWS's pipelined attention) carry values across affine iterations
+    # on purpose and tell the compiler not to reorder: nothing to warn about.
+    def body(a):
+        state = nl.zeros((128, 64), nl.float32)
+        for i in nl.affine_range(4):
+            t = nl.load(a[i * 128:(i + 1) * 128])
+            state[...] = nl.subtract(nl.exp(state), t)
+
+    mark = getattr(nki.compiler, directive)
+    kernel = mark(nki.jit(body)) if outer else nki.jit(mark(body))
+    clean(kernel, RNG.random((512, 64), dtype=F32))
+
+
 def test_affine_range_dependency_across_an_inner_loop_and_an_hbm_scratch():
     def rewritten(a):
         scratch = nl.ndarray((2, 128, 8), nl.float32, buffer=nl.hbm)
