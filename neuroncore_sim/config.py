@@ -27,7 +27,7 @@ KIB = 1024
 
 #: Version of the timing model: changed by every commit that moves estimates (a recalibration, a
 #: new mechanism), so stored cycle baselines can tell a model change from a kernel regression.
-MODEL_VERSION = "2026.11.25.2"
+MODEL_VERSION = "2026.11.25.3"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -76,6 +76,7 @@ class NeuronCoreConfig:
 
     # --- pipeline latencies (assumptions, see docs/model.md) ----------------------------------
     tensor_pipeline_latency_ns: float
+    load_stationary_latency_ns: float
     engine_pipeline_latency_cycles: int
     scalar_pipeline_latency_cycles: int
     semaphore_latency_ns: float
@@ -185,6 +186,11 @@ TRN1 = NeuronCoreConfig(
     # instructions (MATMUL 128x96: 219 ns, 1-column MATMUL: 188 ns, TRANSPOSE: 195 ns, [PERF]
     # fig18/21/26) minus their 128-cycle occupancy (45.7 ns), averaged
     tensor_pipeline_latency_ns=155.0,
+    # assumption (fitted, one figure): [PERF] fig20 profiles a LoadStationary of 1 element per
+    # partition lasting 67 ns against its 0.1 ns of occupancy: the time until the weights sit
+    # in the PE array. No instruction waits on it (MultiplyMoving streams behind the weights;
+    # the documented matmul cost has no such term): it is part of an LS's duration only.
+    load_stationary_latency_ns=67.0,
     engine_pipeline_latency_cycles=60,  # assumption: = tensor access overhead [ARCH]
     # source: [ARCH] static instruction overhead ~100 + tensor access overhead ~60 cycles;
     # [PERF fig16]: a dependent [128, 1] ACTIVATE lasts 159 ns = 64 (MIN_II) + 159 cycles
