@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .timing import analysis, bounds, critical_path, memory_use
+from .timing import analysis, bounds, critical_path, mechanisms, memory_use
 from .config import NeuronCoreConfig
 from .errors import UnsupportedError
 from .timing.events import COMPUTE_ROWS, TENSOR_LS_ROW, TimingResult, is_dma_row
@@ -97,8 +97,10 @@ class SimResult:
             bounds under its names (``memory_bound``, ``memory_bound_ideal``,
             ``memory_bound_ideal_no_reloads``, ``compute_bound``, ``compute_bound_ideal_flops``,
             ``compute_bound_ideal_useful_flops``, ``perfect_pipeline``, ``bn_speedup`` of each,
-            ``engine_active_ns``: :mod:`neuroncore_sim.timing.bounds`) and ``memory`` (peak
-            SBUF/PSUM bytes per partition). Definitions: see
+            ``engine_active_ns``: :mod:`neuroncore_sim.timing.bounds`), ``trust`` (the
+            modelled mechanisms that dominate the critical path and those only approximated:
+            :mod:`neuroncore_sim.timing.mechanisms`) and ``memory`` (peak SBUF/PSUM bytes per
+            partition). Definitions: see
             :mod:`neuroncore_sim.timing.analysis` and :mod:`neuroncore_sim.timing.memory_use`.
         """
         t = self._timing()
@@ -114,6 +116,7 @@ class SimResult:
         use = analysis.utilisation(t, cfg, pct["dma"])
         stalls = analysis.top_stalls(self.program, t)
         verdict, evidence = analysis.bottleneck(pct, stalls, use["dma_bandwidth_percent_of_peak"])
+        path = critical_path.critical_path(t)
         return {
             "latency_ns": latency,
             "latency_tensor_cycles": latency * cfg.tensor_clock_hz / 1e9,
@@ -128,7 +131,8 @@ class SimResult:
             "bottleneck": verdict,
             "bottleneck_evidence": evidence,
             "top_stalls": stalls,
-            "critical_path": critical_path.summary(critical_path.critical_path(t)),
+            "critical_path": critical_path.summary(path),
+            "trust": mechanisms.summary(path, self.program.instructions),
             **bounds.aws_bounds(self.program, t, cfg),
             "memory": memory_use.memory_summary(self.program, t, cfg),
         }

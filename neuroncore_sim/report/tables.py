@@ -269,8 +269,8 @@ def stall_table(result: SimResult, top: int = 10) -> "pd.DataFrame":
 def summary_text(result: SimResult) -> str:
     """A readable multi-line summary: latency (ns, us, cycles of the named clock), roofline
     bound, bottleneck with its evidence, busy share per engine, MFU, DMA queue busy versus DMA
-    and HBM bandwidth, peak SBUF/PSUM use, the largest stalls and the most expensive source
-    lines."""
+    and HBM bandwidth, peak SBUF/PSUM use, the largest stalls, the critical path, the bounds,
+    how far to trust the estimate, advice and the most expensive source lines."""
     s = result.summary()
     cfg = result.config
     latency = s["latency_ns"]
@@ -308,6 +308,7 @@ def summary_text(result: SimResult) -> str:
         lines.append(("stalls     : " if i == 0 else " " * 13) + analysis.stall_text(stall))
     lines += _critical_path_text(s["critical_path"], latency)
     lines += _bounds_text(s)
+    lines += _trust_text(s["trust"])
     for i, tip in enumerate(advice(result, s)):
         lines.append(("advice     : " if i == 0 else " " * 13) + tip.text)
     top = source_table(result).head(3)
@@ -344,6 +345,18 @@ def _bounds_text(s: dict) -> list[str]:
             " " * 13 + one("perfect_pipeline") + f" ({s['pipeline_bottleneck']})"]
 
 
+def _trust_text(trust: dict) -> list[str]:
+    """How far to trust the estimate: the mechanisms behind the critical path (docs/model.md)."""
+    def one(m: dict) -> str:
+        return f"{m['mechanism']} {m['percent']:.0f}% ({m['basis']})"
+
+    lines = ["trust      : " + f"{100 - trust['approximated_percent']:.0f}% of the critical path "
+             "rests on documented or measured mechanisms; approximated: "
+             + ("; ".join(one(m) for m in trust["approximated"]) or "none")]
+    lines.append(" " * 13 + "dominant: " + "; ".join(one(m) for m in trust["dominant"]))
+    return lines
+
+
 def _memory_text(name: str, m: dict) -> str:
     text = (f"{name.upper()} peak {m['peak_bytes_per_partition']:,} of "
             f"{m['capacity_bytes_per_partition']:,} B/partition ({m['peak_percent']:.1f}%)")
@@ -352,7 +365,7 @@ def _memory_text(name: str, m: dict) -> str:
         sites = list(m["peak_sites"].items())
         if sites:
             text += " (" + ", ".join(f"{site} {b:,}" for site, b in sites) + ")"
-    if m.get("spill_save_bytes"):  # the compiler spilled (docs/model.md, "Spilling")
+    if m.get("spill_save_bytes") or m.get("spill_reload_bytes"):  # the compiler spilled (docs/model.md, "Spilling")
         to = "HBM" if name == "sbuf" else "SBUF"
         text += (f", spilled to {to}: {m['spill_save_bytes']:,} bytes saved, "
                  f"{m['spill_reload_bytes']:,} reloaded")
