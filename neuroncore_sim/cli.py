@@ -16,8 +16,7 @@ after it are the script's.
 from __future__ import annotations
 
 import argparse
-import json
-import re
+import os
 import runpy
 import sys
 import traceback
@@ -26,8 +25,8 @@ from types import TracebackType
 from typing import Sequence
 
 from . import report
-from .report import chrome_trace, plot
-from .report.advice import advice
+from .report.launch_files import (OutputPlaceError, check_out_dir, launch_folder,
+                                  write_launch_files)
 from .sweep import cli as sweep_cli
 from .alias import install_neuronxcc_alias
 from .config import NeuronCoreConfig, load_config
@@ -101,6 +100,18 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, str | None]]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``neuroncore-sim`` and ``python -m neuroncore_sim``; returns the exit
     status."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # stdout was piped to a reader that stopped early (`| head`): not a failure of ours.
+        # Point stdout at /dev/null so the interpreter's final flush does not raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_OK
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser, run_options = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     script_args = None
@@ -116,8 +127,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.args = script_args
         _note_run_options_given_to_script(args.script, script_args, run_options)
     try:
-        cfg = load_config(args.config) if args.config else None
-    except ConfigError as e:  # --config names no preset or a bad TOML file: a usage error
+        # (an empty --config is an error too, not a silent trn1)
+        cfg = load_config(args.config) if args.config is not None else None
+        if args.command in ("run", "profile") and args.out is not None:
+            check_out_dir(args.out)  # before any work: a bad place fails at once
+    except (ConfigError, OutputPlaceError) as e:  # usage errors
         print(f"neuroncore-sim: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     try:
@@ -286,16 +300,9 @@ def _report(res: SimResult, n: int, out: Path | None, label: str | None = None,
     print(report.summary_text(res), end="")
     if out is None:
         return
-    folder = out / f"launch{n}_{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}"
-    folder.mkdir(parents=True, exist_ok=True)
-    summary = res.summary()
-    summary["advice"] = [tip.as_dict() for tip in advice(res, summary)]
-    (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (folder / "summary.txt").write_text(report.full_text(res))
-    res.events.to_csv(folder / "events.csv", index=False)
-    chrome_trace.write(res, folder / "trace.json", max_events=trace_max_events)
+    folder = launch_folder(out, n, name)
+    write_launch_files(res, folder, trace_max_events)
     if trace_max_events is not None and len(res.timing.events) > trace_max_events:
         print(f"   trace.json: first {trace_max_events:,} of {len(res.timing.events):,} events "
               "(--trace-max-events)")
-    plot.save_timeline(res, folder / "timeline.png")
     print(f"   wrote {folder}/")

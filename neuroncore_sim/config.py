@@ -252,9 +252,16 @@ def load_config(spec: str | Path | NeuronCoreConfig | None = None) -> NeuronCore
             f"config: expected a preset name ({', '.join(PRESETS)}) or a .toml file, found {text!r}"
         )
     try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise ConfigError(f"config: cannot read {path}: {e}") from e
+        raw = path.read_bytes()
+    except OSError as e:
+        raise ConfigError(f"config: cannot read {path}: {e.strerror or e}") from e
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"config {path}: expected UTF-8 text (TOML files are UTF-8), found "
+                          f"byte 0x{raw[e.start]:02x} at offset {e.start}") from e
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"config {path}: not valid TOML: {e}") from e
     base_name = data.pop("base", "trn1")
     if not isinstance(base_name, str) or base_name not in PRESETS:
         raise ConfigError(f"config {path}: base must be one of {list(PRESETS)}, found {base_name!r}")
@@ -266,11 +273,14 @@ def override(base: NeuronCoreConfig, fields: dict[str, object], where: str) -> N
     """``base`` with some fields replaced (checked like any config).
 
     Raises:
-        ConfigError: a name that is not a field (the message starts with ``where``), or a value
-            the field does not accept.
+        ConfigError: a name that is not a field, or a value the field does not accept (the
+            message starts with ``where``).
     """
     names = {f.name for f in dataclasses.fields(NeuronCoreConfig)}
     unknown = sorted(set(fields) - names)
     if unknown:
         raise ConfigError(f"{where}: unknown field(s) {unknown}; known fields: {sorted(names)}")
-    return dataclasses.replace(base, **fields)
+    try:
+        return dataclasses.replace(base, **fields)
+    except ConfigError as e:
+        raise ConfigError(f"{where}: {e}") from None

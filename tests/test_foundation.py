@@ -124,10 +124,23 @@ def test_toml_unknown_base(tmp_path: Path) -> None:
 
 
 def test_toml_syntax_error_and_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="cannot read"):
+    with pytest.raises(ConfigError, match=r"config .*custom.toml: not valid TOML"):
         cfg.load_config(_toml(tmp_path, "dma_engines = = 3\n"))
-    with pytest.raises(ConfigError, match="cannot read"):
+    with pytest.raises(ConfigError, match="cannot read .*missing.toml"):
         cfg.load_config(tmp_path / "missing.toml")
+
+
+def test_toml_that_is_not_utf8_names_the_file_and_the_byte(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.toml"
+    path.write_bytes(b'base = "trn1"\nname = "\xff"\n')
+    with pytest.raises(ConfigError, match=r"config .*latin1.toml: expected UTF-8 text .* found "
+                                          r"byte 0xff at offset 22"):
+        cfg.load_config(path)
+
+
+def test_a_bad_field_value_names_the_file_and_the_field(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"config .*custom.toml.*dma_engines"):
+        cfg.load_config(_toml(tmp_path, "dma_engines = -1\n"))
 
 
 def test_unknown_preset_name_lists_the_presets() -> None:
