@@ -27,8 +27,25 @@ def _argument_error(fn: Callable[..., Any], api: str, args: tuple[Any, ...],
     except TypeError as e:
         accepted = ", ".join(p for p in sig.parameters if not p.startswith("_")) + ", name"
         return _tracer.current().fail(
-            KernelError, f"{api}: {e} (it takes: {accepted})")
+            KernelError, f"{api}: {e} (it takes: {accepted}){_newer_api_hint(sig, args, kwargs)}")
     return None
+
+
+def _newer_api_hint(sig: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]
+                    ) -> str:
+    """A hint when the call has the shape of the newer NKI API's (``nisa.X(dst, ...)`` or
+    ``dst=``: destination first, nothing returned)."""
+    rest = {k: v for k, v in kwargs.items() if k != "dst"}
+    shapes = [(args, rest)] + ([(args[1:], rest)] if args and "dst" not in kwargs else [])
+    for a, kw in shapes:
+        try:
+            sig.bind(*a, **kw)
+        except TypeError:
+            continue
+        return ("; this looks like the newer NKI API (destination first, nki.isa of Neuron "
+                "2.27+); neuroncore_sim runs the neuronxcc.nki API of NeuronCore-v2, where an "
+                "instruction returns its result: t = nisa.<instruction>(...)")
+    return ""
 
 
 def accepts_name(fn: Callable[..., Any], api: str) -> Callable[..., Any]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from ..errors import KernelError, caller_loc
 from ..simulate import simulate_launch
 from .kernel import Kernel
 
@@ -44,25 +45,46 @@ class BenchmarkResult:
 
 
 class BenchmarkKernel(Kernel):
-    """A kernel whose calls are timing-only simulations that set ``benchmark_result``."""
+    """A kernel whose calls are timing-only simulations that set ``benchmark_result``.
+
+    ``k[grid](...)`` sets it on ``k`` too: the gridded kernel is a temporary, and the SDK's
+    users read ``k.benchmark_result`` after such a call.
+    """
 
     benchmark_result: BenchmarkResult | None = None
+    _owner: BenchmarkKernel | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         iters = int(self.options.get("iters", 100))
         res = simulate_launch(self, args, kwargs, grid=self.grid, functional=False,
                               entry="nki.benchmark")
         self.benchmark_result = BenchmarkResult(LatencyStats(res.latency_ns / 1000.0, iters), res)
+        if self._owner is not None:
+            self._owner.benchmark_result = self.benchmark_result
         return None
 
     def __getitem__(self, grid: Any) -> BenchmarkKernel:
         k = BenchmarkKernel(self.func, Kernel(self.func)[grid].grid, self.options)
+        k._owner = self._owner or self
         return k
+
+
+def _count(value: Any, name: str, least: int) -> int:
+    """``value`` as an int of at least ``least``; a KernelError naming the caller's line."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise KernelError(f"nki.benchmark: {name} expected an integer >= {least}, found "
+                          f"{value!r}", caller_loc())
+    return value
 
 
 def benchmark(func: Callable[..., Any] | None = None, *, warmup: int = 10, iters: int = 100,
               **options: Any) -> Any:
-    """``@nki.benchmark(warmup=..., iters=...)``: estimate latency with a timing-only run."""
+    """``@nki.benchmark(warmup=..., iters=...)``: estimate latency with a timing-only run.
+
+    ``warmup`` (>= 0) and ``iters`` (>= 1) are the hardware loop's counts; the simulation is
+    deterministic, so one run gives every iteration's latency."""
+    warmup, iters = _count(warmup, "warmup", 0), _count(iters, "iters", 1)
+
     def wrap(f: Callable[..., Any]) -> BenchmarkKernel:
         inner = getattr(f, "func", f)
         return BenchmarkKernel(inner, getattr(f, "grid", ()),
