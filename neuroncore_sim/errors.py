@@ -100,6 +100,11 @@ class UnwrittenOutputWarning(SimulatorWarning):
     are garbage on the hardware (NaN here)."""
 
 
+class ReturnValueWarning(SimulatorWarning):
+    """A kernel's return value is not what a device launch hands back: a Python value among its
+    outputs, or nothing returned while it wrote HBM tensors of its own (their values are lost)."""
+
+
 class LoopDependencyWarning(SimulatorWarning):
     """An ``nl.affine_range`` iteration reads what an earlier iteration wrote (not an
     accumulation): the compiler may reorder or pipeline the iterations."""

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import KernelError, UnwrittenOutputWarning
+from .errors import KernelError, ReturnValueWarning, UnwrittenOutputWarning
 from .frontend import tracer as _tracer
 from .frontend.tensor import NkiTensor
 from .program.ir import MemSpace
@@ -55,10 +55,35 @@ def collect_outputs(tr: _tracer.Tracer, executor: PipelinedExecutor | Executor |
             outs.append(_view_values(item, values(item.tensor)) if executor is not None
                         else None)
         else:
+            _warn(tr, def_loc, f"kernel return value {item!r} ({type(item).__name__}) is not "
+                  "an HBM tensor: a device launch returns the HBM tensors the kernel wrote "
+                  "(nl.ndarray(..., buffer=nl.shared_hbm)); this value is handed back as is")
             outs.append(item)
     if not items:
         outs = [user_arrays[t] for t in sorted(user_arrays) if t in written]
+        if not outs:
+            _warn_lost_writes(tr, def_loc)
     return tuple(outs)
+
+
+def _warn(tr: _tracer.Tracer, def_loc: str | None, msg: str) -> None:
+    tr.warnings.append(ReturnValueWarning(f"{def_loc}: {msg}" if def_loc else msg))
+
+
+def _warn_lost_writes(tr: _tracer.Tracer, def_loc: str | None) -> None:
+    """The kernel returns nothing and writes no argument: HBM tensors it made and wrote are
+    lost (a ReturnValueWarning naming them)."""
+    made = {}
+    for ins in tr.program.instructions:
+        for a in ins.dsts.values():
+            t = a.tensor
+            if t.kind == "output" and t.id not in made:  # nl.shared_hbm made by the kernel
+                made[t.id] = t
+    if made:
+        names = ", ".join(f"{t.name}" + (f" (allocated at {t.site})" if t.site else "")
+                          for t in list(made.values())[:3])
+        _warn(tr, def_loc, f"kernel returns nothing but writes HBM tensors of its own: {names}; "
+              "expected them returned (return out), found them lost when the launch ends")
 
 
 def _check_written(tr: _tracer.Tracer, executor: PipelinedExecutor | Executor | None,

@@ -31,7 +31,9 @@ def test_mod_alloc_placements_follow_the_documented_formula():
         nl.ndarray((2, 3, nl.par_dim(32), 8), dtype=nl.float32, name="s",
                        buffer=ncc.sbuf.mod_alloc(base_addr=64, num_par_tiles=(2, 2),
                                                  num_free_tiles=(1, 3)))
-        nl.store(nl.ndarray((1, 1), nl.float32, buffer=nl.shared_hbm), value=t[0, 0:1, 0:1])
+        out = nl.ndarray((1, 1), nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, value=t[0, 0:1, 0:1])
+        return out
     prog = ncs.trace(kernel, functional=False).program
     t, p, s = (_decl(prog, n).placement for n in "tps")
     assert t.tiles == ((0, 0), (0, 1024), (0, 0), (0, 1024)) and t.tile_bytes == 1024

@@ -356,7 +356,8 @@ def _unwritten_read_property(writes, read):
     with warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
         launch = ncs.trace(k, np.ones((16, 16), F32))
-    assert bool(launch.warnings) == (not written[r0:r1, c0:c1].all()), launch.warnings
+    found = [w for w in launch.warnings if "uninitialised memory" in str(w)]
+    assert bool(found) == (not written[r0:r1, c0:c1].all()), launch.warnings
 
 
 @settings(max_examples=60, deadline=None)
@@ -385,7 +386,8 @@ def test_loop_dependency_warning_matches_the_latest_writers(body):
     with warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
         launch = ncs.trace(k, np.ones((16, 16), F32), functional=False)
-    assert bool(launch.warnings) == carried, (body, launch.warnings)
+    found = [w for w in launch.warnings if "nl.affine_range loop" in str(w)]
+    assert bool(found) == carried, (body, launch.warnings)
 
 
 def test_loop_check_compares_strided_accesses_element_by_element():

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import neuroncore_sim as ncs
+import neuroncore_sim.nki.language as nl
 from neuroncore_sim.errors import ConfigError, KernelError, SimulatorError, caller_loc
 from neuroncore_sim.sweep import sweep
 from neuroncore_sim.sweep.point import SweepError
@@ -52,3 +53,44 @@ def test_bad_call_names_the_callers_line(call, error, message, marker) -> None:
 def test_caller_loc_skips_the_package() -> None:
     here = caller_loc()
     assert re.fullmatch(rf"{re.escape(HERE)}:\d+", here)
+
+
+# --- issue 19 item 7: return values a device launch cannot hand back --------------------------
+def _copy_then(ret):
+    def kernel(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)  # OUT
+        nl.store(out, value=nl.load(a))
+        return out if ret == "out" else ret
+    return kernel
+
+
+def test_a_python_value_returned_as_an_output_warns():
+    import warnings as _w
+    from neuroncore_sim.errors import ReturnValueWarning
+    with _w.catch_warnings(record=True) as caught:
+        _w.simplefilter("always")
+        res = ncs.simulate(_copy_then(3), np.zeros((128, 4), np.float32), timing=False)
+    assert res.outputs == (3,)
+    msgs = [str(w.message) for w in caught if issubclass(w.category, ReturnValueWarning)]
+    assert len(msgs) == 1 and "kernel return value 3 (int) is not an HBM tensor" in msgs[0]
+
+
+def test_returning_nothing_after_writing_an_own_hbm_tensor_warns_and_names_it():
+    import warnings as _w
+    from neuroncore_sim.errors import ReturnValueWarning
+    kernel = _copy_then(None)
+    with _w.catch_warnings(record=True) as caught:
+        _w.simplefilter("always")
+        res = ncs.simulate(kernel, np.zeros((128, 4), np.float32), timing=False)
+    assert res.outputs == ()
+    msgs = [str(w.message) for w in caught if issubclass(w.category, ReturnValueWarning)]
+    assert len(msgs) == 1 and "returns nothing but writes HBM tensors of its own: hbm" in msgs[0]
+    assert "test_bad_calls.py" in msgs[0]  # names where the tensor was allocated
+
+
+def test_returning_the_written_tensor_does_not_warn():
+    import warnings as _w
+    with _w.catch_warnings():
+        _w.simplefilter("error")
+        res = ncs.simulate(_copy_then("out"), np.ones((128, 4), np.float32), timing=False)
+    np.testing.assert_array_equal(res.outputs[0], np.ones((128, 4), np.float32))
