@@ -182,6 +182,26 @@ def invert(x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> NkiTenso
 
 
 # --- reductions --------------------------------------------------------------------------------
+class _Required:
+    """The default of a reduction's ``axis``: NKI requires it (module ``_axis_required``)."""
+
+    def __repr__(self) -> str:
+        return "<required>"
+
+
+_AXIS = _Required()
+
+
+def _axis_required(what: str, axis: Any) -> None:
+    """A KernelError when a reduction is called without ``axis`` (NKI requires it; numpy's
+    reduce-everything default has no single instruction on a tile)."""
+    if axis is _AXIS:
+        raise _tracer.current().fail(
+            KernelError, f"nl.{what}: expected axis= (the free axes to reduce, e.g. "
+            f"nl.{what}(t, axis=1)), found none: NKI reduces along free axes only; reduce "
+            "across partitions with nisa.tensor_partition_reduce or a matmul with a ones vector")
+
+
 def _reduce(name: str, x: Any, axis: Any, dtype: Any, keepdims: bool, mask: Any) -> NkiTensor:
     if not isinstance(x, NkiTensor):
         raise _tracer.current().fail(KernelError, f"nl reduction: expected a tile, found "
@@ -219,49 +239,63 @@ def _axes_size(x: NkiTensor, axis: Any) -> int:
 
 
 @nki_op("add")
-def sum(x: Any, axis: Any, *, dtype: Any = None, keepdims: bool = False, mask: Any = None,
+def sum(x: Any, axis: Any = _AXIS, *,
+        dtype: Any = None, keepdims: bool = False, mask: Any = None,
         **_: Any) -> NkiTensor:  # noqa: A001
     """Sum over free axes."""
+    _axis_required("sum", axis)
     return _reduce("add", x, axis, dtype, keepdims, mask)
 
 
 @nki_op("multiply")
-def prod(x: Any, axis: Any, *, dtype: Any = None, keepdims: bool = False, mask: Any = None,
+def prod(x: Any, axis: Any = _AXIS, *,
+         dtype: Any = None, keepdims: bool = False, mask: Any = None,
          **_: Any) -> NkiTensor:
     """Product over free axes."""
+    _axis_required("prod", axis)
     return _reduce("multiply", x, axis, dtype, keepdims, mask)
 
 
 @nki_op("maximum")
-def max(x: Any, axis: Any, *, dtype: Any = None, keepdims: bool = False, mask: Any = None,
+def max(x: Any, axis: Any = _AXIS, *,
+        dtype: Any = None, keepdims: bool = False, mask: Any = None,
         **_: Any) -> NkiTensor:  # noqa: A001
     """Maximum over free axes."""
+    _axis_required("max", axis)
     return _reduce("maximum", x, axis, dtype, keepdims, mask)
 
 
 @nki_op("minimum")
-def min(x: Any, axis: Any, *, dtype: Any = None, keepdims: bool = False, mask: Any = None,
+def min(x: Any, axis: Any = _AXIS, *,
+        dtype: Any = None, keepdims: bool = False, mask: Any = None,
         **_: Any) -> NkiTensor:  # noqa: A001
     """Minimum over free axes."""
+    _axis_required("min", axis)
     return _reduce("minimum", x, axis, dtype, keepdims, mask)
 
 
-def all(x: Any, axis: Any, *, dtype: Any = None, keepdims: bool = False, mask: Any = None,
+def all(x: Any, axis: Any = _AXIS, *,
+        dtype: Any = None, keepdims: bool = False, mask: Any = None,
         **_: Any) -> NkiTensor:  # noqa: A001
     """Logical and over free axes."""
+    _axis_required("all", axis)
     return _reduce("logical_and", x, axis, dtype, keepdims, mask)
 
 
-def mean(x: Any, axis: Any, *, dtype: Any = None, keepdims: bool = False, mask: Any = None,
+def mean(x: Any, axis: Any = _AXIS, *,
+         dtype: Any = None, keepdims: bool = False, mask: Any = None,
          **_: Any) -> NkiTensor:
     """Mean over free axes: a sum (in fp32) then a multiply by 1/n."""
+    _axis_required("mean", axis)
     s = _reduce("add", x, axis, float32, keepdims, mask)
     return nisa.tensor_scalar(s, "multiply", 1.0 / _axes_size(x, axis),
                               dtype=dtype if dtype is not None else x.dtype)
 
 
-def var(x: Any, axis: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> NkiTensor:
+def var(x: Any, axis: Any = _AXIS, *,
+        dtype: Any = None, mask: Any = None, **_: Any) -> NkiTensor:
     """Population variance over free axes: mean of squared deviations."""
+    _axis_required("var", axis)
     m = mean(x, axis, dtype=float32, keepdims=True, mask=mask)
     d = nisa.tensor_scalar(x, "subtract", m, dtype=float32)
     sq = nisa.tensor_tensor(d, d, "multiply", dtype=float32)

@@ -94,3 +94,34 @@ def test_returning_the_written_tensor_does_not_warn():
         _w.simplefilter("error")
         res = ncs.simulate(_copy_then("out"), np.ones((128, 4), np.float32), timing=False)
     np.testing.assert_array_equal(res.outputs[0], np.ones((128, 4), np.float32))
+
+
+# --- issue 19 item 8: operations NKI does not have on tiles say what it offers ---------------
+@pytest.mark.parametrize("name", ["sum", "prod", "max", "min", "all", "mean", "var"])
+def test_a_reduction_without_axis_says_axis_is_required(name):
+    def kernel(a):
+        t = nl.load(a)
+        getattr(nl, name)(t)  # BAD
+
+    with pytest.raises(KernelError, match=rf"test_bad_calls.py:\d+: nl.{name}: expected axis= "
+                                          r".*found none: NKI reduces along free axes only"):
+        ncs.simulate(kernel, np.ones((128, 4), np.float32), timing=False)
+
+
+def test_matmul_operator_on_tiles_names_the_nki_way():
+    def kernel(a):
+        t = nl.load(a)
+        return t @ t  # BAD
+
+    with pytest.raises(ncs.errors.UnsupportedError, match=r"nl.matmul or nisa calls"):
+        ncs.simulate(kernel, np.ones((128, 128), np.float32), timing=False)
+
+
+def test_a_float_in_index_arithmetic_names_what_an_index_takes():
+    def kernel(a):
+        i = nl.arange(4)
+        return i + 0.5  # BAD
+
+    with pytest.raises(ncs.errors.UnsupportedError, match=r"index expression arithmetic: "
+                                                          r"expected an int"):
+        ncs.simulate(kernel, np.ones((128, 4), np.float32), timing=False)
