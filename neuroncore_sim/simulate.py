@@ -22,6 +22,7 @@ import contextlib
 import inspect
 import itertools
 import threading
+import traceback
 import warnings
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -263,11 +264,37 @@ def _run_launch(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[i
                 result = fn(*new_args, **new_kwargs)
             except Exception as e:
                 _raise_first(executor, e)
+                _explain_constant_argument(e, fn, args, kwargs)
                 raise
             returned = result if instance == 0 else returned
         tr.finish(returned)
     outputs = collect_outputs(tr, executor, returned, user_arrays, _def_loc(fn))
     return outputs, tr.warnings + (executor.checks.warnings if executor is not None else [])
+
+
+def _explain_constant_argument(error: Exception, fn: Callable[..., Any], args: tuple,
+                               kwargs: dict) -> None:
+    """The kernel's own code failed with ``'list' object has no attribute 'shape'`` (or the
+    like) on an argument that is not an array: raise a KernelError at that line saying so.
+    NKI takes numpy arrays (or torch / jax tensors) as tensor arguments and passes any other
+    value through as a compile-time constant, so such a kernel fails where it uses it."""
+    if not isinstance(error, AttributeError) or isinstance(error, SimulatorError):
+        return
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs).arguments
+    except TypeError:
+        return
+    for name, value in bound.items():
+        kind = type(value).__name__
+        if f"'{kind}' object has no attribute" in str(error) and \
+                not isinstance(value, (np.ndarray, TensorType)):
+            tb = traceback.extract_tb(error.__traceback__)
+            user = [f for f in tb if not Path(f.filename).resolve().is_relative_to(_PACKAGE_DIR)]
+            loc = f"{Path(user[-1].filename).name}:{user[-1].lineno}" if user else _def_loc(fn)
+            raise KernelError(
+                f"argument {name!r} is a Python {kind}, not a tensor ({error}): NKI kernels "
+                "take numpy arrays (or torch / jax tensors) as tensor arguments; any other "
+                f"value is passed through as a compile-time constant", loc) from error
 
 
 def _raise_first(executor: PipelinedExecutor | Executor | None, error: Exception) -> None:

@@ -125,3 +125,23 @@ def test_a_float_in_index_arithmetic_names_what_an_index_takes():
     with pytest.raises(ncs.errors.UnsupportedError, match=r"index expression arithmetic: "
                                                           r"expected an int"):
         ncs.simulate(kernel, np.ones((128, 4), np.float32), timing=False)
+
+
+# --- issue 19 item 6: Python values where the kernel uses a tensor ------------------------------
+def _uses_shape(a, n):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)  # USES
+    nl.store(out, value=nl.load(a))
+    return out
+
+
+@pytest.mark.parametrize("value, kind", [([[1.0] * 4] * 128, "list"), (None, "NoneType"),
+                                         ((1, 2), "tuple"), (3.0, "float")])
+def test_a_python_value_used_as_a_tensor_is_named_at_the_kernel_line(value, kind):
+    with pytest.raises(KernelError, match=rf"test_bad_calls.py:\d+: argument 'a' is a Python "
+                                          rf"{kind}, not a tensor .*compile-time constant"):
+        ncs.simulate(_uses_shape, value, 1, timing=False)
+
+
+def test_python_constants_that_the_kernel_uses_as_constants_are_fine():
+    res = ncs.simulate(_uses_shape, np.ones((128, 4), np.float32), [1, 2], timing=False)
+    np.testing.assert_array_equal(res.outputs[0], np.ones((128, 4), np.float32))
