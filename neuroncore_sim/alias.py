@@ -43,8 +43,8 @@ def install_neuronxcc_alias() -> None:
     when no installed package provides it, raises :class:`NewerNkiApiError` saying so.
     """
     from . import nki
-    from .frontend import compiler, isa, typing
-    from .nki import language
+    from .frontend import typing
+    from .nki import compiler, isa, language
 
     if not any(isinstance(f, _NewerNkiFinder) for f in sys.meta_path):
         sys.meta_path.append(_NewerNkiFinder())

@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import CapacityError, KernelError
+from ..errors import CapacityError, KernelError, caller_loc
 from ..program.ir import MemSpace, Placement
 from . import language as nl
 from . import tracer as _tracer
@@ -209,6 +209,9 @@ def _keeps_order(fn: Callable[..., Any] | None = None, **_: Any) -> Any:
     of does not happen; AWS's hand-pipelined attention kernels rely on it)."""
     def mark(f: Any) -> Any:
         target = getattr(f, "func", f)  # an nki.jit kernel, or the plain function
+        if not callable(target) or not hasattr(target, "__dict__"):
+            raise KernelError(f"ncc directive: expected a kernel function to decorate, found "
+                              f"{type(f).__name__}", caller_loc())
         target._ncs_keeps_order = True
         return f
     return mark if fn is None else mark(fn)
@@ -222,4 +225,7 @@ force_auto_alloc = _directive
 
 def multi_buffer(n: int) -> int:
     """Accepted for compatibility: the buffer count hint of a loop."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise KernelError(f"ncc.multi_buffer: expected a positive integer buffer count, found "
+                          f"{n!r}", caller_loc())
     return int(n)

@@ -23,11 +23,14 @@ def _loop(what: str, args: tuple[Any, ...]) -> range:
         if type(a) is not int:
             break
     else:
-        return range(*args)
-    if not builtins.all(isinstance(a, (int, np.integer)) and not isinstance(a, bool)
-                        for a in args):
+        if 1 <= len(args) <= 3 and (len(args) < 3 or args[2] != 0):
+            return range(*args)
+    if not 1 <= len(args) <= 3 or not builtins.all(
+            isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args) \
+            or (len(args) == 3 and args[2] == 0):
         tr = _tracer.active_or_none()
-        msg = f"{what}: expected integer bounds, found {list(args)!r}"
+        msg = (f"{what}: expected 1 to 3 integer bounds (stop, or start, stop[, step != 0]), "
+               f"found {list(args)!r}")
         raise tr.fail(KernelError, msg) if tr is not None else KernelError(msg)
     return range(*(int(a) for a in args))
 
@@ -73,6 +76,8 @@ def static_range(*args: int, **_: Any) -> range:
 def program_id(axis: int) -> int:
     """This instance's index along grid ``axis``."""
     tr = _tracer.current("nl.program_id")
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise tr.fail(KernelError, f"nl.program_id: expected an integer axis, found {axis!r}")
     axis = int(axis)
     if axis < 0:
         raise tr.fail(KernelError, f"nl.program_id: expected a non-negative axis, found {axis}")
@@ -88,6 +93,10 @@ def num_programs(axes: Any = None) -> int:
     if axes is None:
         return int(np.prod(grid)) if grid else 1
     axes = axes if isinstance(axes, (tuple, list)) else (axes,)
+    if not builtins.all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) and a >= 0
+                        for a in axes):
+        raise tr.fail(KernelError, f"nl.num_programs: expected non-negative integer axes, "
+                      f"found {axes!r}")
     return int(np.prod([grid[int(a)] if int(a) < len(grid) else 1 for a in axes]))
 
 

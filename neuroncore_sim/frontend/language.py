@@ -198,22 +198,40 @@ def ones(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "", **_: Any
     return full(shape, 1, dtype, buffer=buffer, name=name)
 
 
+def _like(a: Any, what: str) -> None:
+    """A KernelError unless ``a`` is a tensor or tile (the model of a ``*_like`` call)."""
+    if not isinstance(a, NkiTensor):
+        raise _tracer.current(what).fail(
+            KernelError, f"{what}: expected a tensor or tile to copy the shape of, found "
+            f"{type(a).__name__}")
+
+
 def zeros_like(a: NkiTensor, dtype: Any = None, *, buffer: Any = None, name: str = "",
                **_: Any) -> NkiTensor:
     """Zeros with ``a``'s shape (and dtype unless given)."""
+    _like(a, "nl.zeros_like")
     return zeros(a.shape, dtype if dtype is not None else a.dtype, buffer=buffer, name=name)
 
 
 def empty_like(a: NkiTensor, dtype: Any = None, *, buffer: Any = None, name: str = "",
                **_: Any) -> NkiTensor:
     """An uninitialised tensor with ``a``'s shape (and dtype unless given)."""
+    _like(a, "nl.empty_like")
     return ndarray(a.shape, dtype if dtype is not None else a.dtype, buffer=buffer, name=name)
 
 
 def shared_constant(constant: Any, dtype: Any = None, **_: Any) -> NkiTensor:
     """A constant HBM tensor holding ``constant`` (a numpy array)."""
     tr = _tracer.current("nl.shared_constant")
-    values = np.asarray(constant)
+    try:
+        values = np.asarray(constant)
+    except (TypeError, ValueError) as e:
+        raise tr.fail(KernelError, f"nl.shared_constant: expected a numpy array of numbers, "
+                      f"found {type(constant).__name__} ({e})") from None
+    if values.dtype.kind not in "biuf" or values.ndim == 0:
+        raise tr.fail(KernelError, f"nl.shared_constant: expected a numpy array of numbers "
+                      f"(at least 1-D), found {type(constant).__name__} of dtype {values.dtype}"
+                      f" and shape {values.shape}")
     dt = _dt.to_dtype(dtype if dtype is not None else values.dtype, "nl.shared_constant dtype")
     decl = tr.new_tensor(MemSpace.HBM, values.shape, dt, kind="constant", name="const",
                          values=values.astype(dt))
@@ -358,6 +376,10 @@ def device_print(prefix: str, x: Any, *, mask: Any = None, **_: Any) -> None:
 
 def shared_identity_matrix(n: int, dtype: Any = _dt.uint8, **_: Any) -> NkiTensor:
     """An [n, n] identity matrix constant in HBM."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= 1 << 16:
+        raise _tracer.current("nl.shared_identity_matrix").fail(
+            KernelError, f"nl.shared_identity_matrix: expected an integer size from 1 to 65536, "
+                         f"found {n!r}")
     return shared_constant(np.eye(int(n)), dtype=dtype)
 
 

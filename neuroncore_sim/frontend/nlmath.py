@@ -168,6 +168,9 @@ def reciprocal(x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> NkiT
 @nki_op("negative")
 def negative(x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> NkiTensor:
     """``-x`` (VectorE: multiply by -1)."""
+    if not isinstance(x, NkiTensor):
+        raise _tracer.current("nl.negative").fail(
+            KernelError, f"nl.negative: expected a tile, found {type(x).__name__}")
     return binary("multiply", x, -1 if not is_float(x.dtype) else -1.0, dtype, mask)
 
 
@@ -313,7 +316,8 @@ def softmax(x: Any, axis: Any = -1, *, dtype: Any = None, compute_dtype: Any = N
             mask: Any = None, **_: Any) -> NkiTensor:
     """Softmax over the free axis: max (VectorE), exp with fused sum (ScalarE), scale."""
     tr = _tracer.current("nl.softmax")
-    if not isinstance(x, NkiTensor) or x.ndim != 2 or int(axis) % 2 != 1:
+    if not isinstance(x, NkiTensor) or x.ndim != 2 or isinstance(axis, bool) \
+            or not isinstance(axis, (int, np.integer)) or int(axis) % 2 != 1:
         raise tr.fail(UnsupportedError, "nl.softmax: expected a 2-D tile reduced along axis 1 "
                       f"(the free axis), found {getattr(x, 'shape', x)} axis {axis}")
     m = nisa.tensor_reduce("maximum", x, 1, keepdims=True, dtype=float32, mask=mask)
@@ -333,6 +337,11 @@ def rms_norm(x: Any, w: Any, axis: Any, n: Any, epsilon: float = 1e-6, *, dtype:
     if not isinstance(x, NkiTensor) or x.ndim != 2:
         raise tr.fail(UnsupportedError, f"nl.rms_norm: expected a 2-D tile, found "
                       f"{getattr(x, 'shape', x)}")
+    for what, v in (("n", n), ("epsilon", epsilon)):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                or (what == "n" and v <= 0):
+            raise tr.fail(KernelError, f"nl.rms_norm: expected {what} a "
+                          f"{'positive ' if what == 'n' else ''}number, found {v!r}")
     ss = _partition_column(x.shape[0])
     nisa.activation("square", x, reduce_res=ss, reduce_cmd="reset_reduce", dtype=float32,
                     mask=mask)

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..frontend import compiler, isa, typing
-from . import language
+from ..frontend import typing
+from . import compiler, isa, language
 from ..frontend.tensor import NkiTensor as tensor  # ``nki.tensor``: the reference's tensor type
 from ..simulate import simulate_launch
 from .kernel import Kernel

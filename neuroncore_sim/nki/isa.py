@@ -1,11 +1,34 @@
-"""``nki.isa``: the user-facing name of :mod:`neuroncore_sim.frontend.isa`.
+"""``nki.isa`` (nisa): the NKI names of :mod:`neuroncore_sim.frontend.isa`, and no others.
 
-This module *is* that module: importing it returns the front-end module object itself, so
-``import neuroncore_sim.nki.isa`` and ``neuronxcc.nki.isa`` (after the alias) are one module.
+The implementation module also holds its imports and helpers (``np``, ``Engine``, ``issue``,
+``op_name``, ...); a kernel author's ``dir(nisa)``, ``hasattr(nisa, "np")`` and tab completion
+see only what NKI's ``nki.isa`` has. ``neuronxcc.nki.isa`` (after the alias) is this module. A
+name NKI has that the simulator does not implement, or a NeuronCore-v3-only one, raises the
+implementation's error (an ``UnsupportedError`` that is also an ``AttributeError``).
 """
 
-import sys as _sys
+from typing import Any as _Any
 
 from ..frontend import isa as _impl
 
-_sys.modules[__name__] = _impl
+#: Names of the implementation module that are not part of NKI's nki.isa.
+_IMPLEMENTATION = frozenset({
+    "Any", "DTypeError", "Engine", "IndexExpr", "KernelError", "MaskExpr", "MemSpace",
+    "MemorySpaceError", "NkiTensor", "Opcode", "ShapeError", "UnsupportedError", "V3_ONLY",
+    "annotations", "dtype_name", "engine_arg", "enum", "float32", "is_float", "issue", "np",
+    "op_name", "ops", "per_partition", "promote", "relabel", "resolve_mask", "same_layout",
+    "scalar_value", "shape_arg", "to_dtype", "v3_error",
+})
+
+__all__ = sorted(n for n in vars(_impl) if not n.startswith("_") and n not in _IMPLEMENTATION)
+globals().update({_n: getattr(_impl, _n) for _n in __all__})
+
+
+def __getattr__(name: str) -> _Any:
+    if name in _IMPLEMENTATION:
+        raise AttributeError(f"module 'nki.isa' has no attribute {name!r}")
+    return getattr(_impl, name)  # not implemented yet / v3-only / unknown: the impl's error
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -115,7 +115,7 @@ def test_loop_bounds_must_be_integers():
         for i in nl.affine_range(a.shape[0] // 128):
             nl.load(a[i * 128:(i + 1) * 128])
 
-    expect_error(KernelError, r"nl.affine_range: expected integer bounds, found \[1.5\]",
+    expect_error(KernelError, r"nl.affine_range: expected 1 to 3 integer bounds .*, found \[1.5\]",
                  bad, z(384, 4))
     ncs.trace(good, z(384, 4))
 
