@@ -13,6 +13,7 @@ point: the error is returned in the row. Loaded kernel files are cached per proc
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import inspect
 import json
@@ -24,8 +25,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..config import NeuronCoreConfig, override
-from ..errors import SimulatorError, expected
+from ..config import NeuronCoreConfig, field_names, fields_hint, override
+from ..errors import ConfigError, SimulatorError, expected
 from .kernel_file import (UsageError, example_inputs, find_kernel, load_kernel_file, max_abs_error,
                           split_target)
 from ..simulate import simulate
@@ -40,6 +41,11 @@ _TOL_8BIT, _TOL_16BIT, _TOL_32BIT = 1.25e-1, 1e-2, 1e-4
 class SweepError(SimulatorError):
     """A sweep is set up wrongly: a parameter no part of the kernel file takes, a value that
     cannot be saved, a grid that is not a dict of lists, or a worker process that died."""
+
+
+class SweepParameterError(SweepError, UsageError):
+    """A sweep parameter that no part of the kernel file takes, or a ``config.<field>`` value
+    the hardware config refuses: found before any point runs (the command line exits 2)."""
 
 
 @dataclass(frozen=True)
@@ -67,12 +73,49 @@ class KernelTarget:
             elif _accepts(self.kernel, name):
                 kernel_kw[name] = value
             else:
-                raise SweepError(expected(
-                    f"sweep parameter {name!r}",
-                    f"a parameter of example_inputs ({', '.join(self.input_names) or 'none'}), "
-                    f"'config.<field>' or a keyword of the kernel "
-                    f"({', '.join(_keywords(self.kernel)) or 'none'})", repr(name)), self.loc)
+                raise SweepParameterError(self._unknown(name), self.loc)
         return shape, fields, kernel_kw
+
+    def check(self, points: list[dict[str, Any]], base: NeuronCoreConfig) -> None:
+        """Check every parameter name of ``points``, and every ``config.<field>`` value, before
+        any point runs: a misspelt name fails the sweep at once, not each point in turn.
+
+        Raises:
+            SweepParameterError: the first bad name or config value, with the valid names.
+        """
+        seen: set[str] = set()
+        for name in (n for p in points for n in p):
+            if name in seen:
+                continue
+            seen.add(name)
+            field = name[len(CONFIG_PREFIX):] if name.startswith(CONFIG_PREFIX) else None
+            if field is not None and field not in field_names():
+                raise SweepParameterError(expected(
+                    f"sweep parameter {name!r}", f"config.<field> naming {fields_hint(field)}",
+                    repr(field)), self.loc)
+            self.route({name: None})
+        tried: set[str] = set()
+        for point in points:
+            fields = self.route(point)[1]
+            key = json.dumps(fields, sort_keys=True)
+            if fields and key not in tried:
+                tried.add(key)
+                try:
+                    override(base, fields, "sweep parameter config.<field>")
+                except ConfigError as e:
+                    given = ", ".join(f"{CONFIG_PREFIX}{k}={v!r}" for k, v in fields.items())
+                    raise SweepParameterError(f"sweep point with {given}: {e}", self.loc) \
+                        from None
+
+    def _unknown(self, name: str) -> str:
+        """The message for a name no part of the kernel file takes, listing those it does."""
+        keywords = _keywords(self.kernel)
+        close = difflib.get_close_matches(name, [*self.input_names, *keywords], n=1)
+        return expected(
+            f"sweep parameter {name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""),
+            f"a parameter of example_inputs ({', '.join(self.input_names) or 'none'}), "
+            f"'config.<field>' or a keyword of the kernel ({', '.join(keywords) or 'none'})",
+            repr(name))
 
 
 def _signature(fn: Callable[..., Any]) -> inspect.Signature:

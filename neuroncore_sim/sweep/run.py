@@ -144,6 +144,7 @@ def sweep(target: str, params: dict[str, Any] | Iterable[dict[str, Any]], *,
         raise UsageError(f"{kt.target}: check needs a reference() in the kernel file; "
                          "found none")
     grid = expand(params)
+    kt.check(grid, cfg)  # a bad name or config value fails here, before any point runs
     keys = [point_key(kt.identity, cfg, p) for p in grid]
     out = Path(out) if out is not None else None
     results = _read_points(out / POINTS_FILE, set(keys)) if out else {}
