@@ -19,6 +19,7 @@ import inspect
 import json
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -26,7 +27,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..config import NeuronCoreConfig, field_names, fields_hint, override
-from ..errors import ConfigError, SimulatorError, expected
+from ..errors import ConfigError, SimulatorError, UnwrittenOutputWarning, expected
 from .kernel_file import (UsageError, example_inputs, find_kernel, load_kernel_file, max_abs_error,
                           split_target)
 from ..simulate import simulate
@@ -223,9 +224,11 @@ def _measure(kt: KernelTarget, point: dict[str, Any], base: NeuronCoreConfig,
     if clash:
         raise SweepError(expected(f"sweep parameter {clash[0]!r}", "a kernel keyword",
                                   "the name of an input array from example_inputs"), kt.loc)
-    res = simulate(kt.kernel, *pos, grid=getattr(kt.module, "GRID", ()), config=cfg,
-                   functional=functional, **kw, **kernel_kw)
-    row = measured_row(res)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = simulate(kt.kernel, *pos, grid=getattr(kt.module, "GRID", ()), config=cfg,
+                       functional=functional, **kw, **kernel_kw)
+    row = measured_row(res, _flags(caught))
     if functional:
         ref_kw = {k: v for k, v in kernel_kw.items() if _accepts(kt.module.reference, k)}
         want = kt.module.reference(*pos, **kw, **ref_kw)
@@ -236,6 +239,21 @@ def _measure(kt: KernelTarget, point: dict[str, Any], base: NeuronCoreConfig,
             np.allclose(np.asarray(o, np.float64), np.asarray(r, np.float64), rtol=tol, atol=tol)
             for o, r in zip(res.outputs, want))
     return row
+
+
+def _flags(caught: list[warnings.WarningMessage]) -> list[str]:
+    """Why a point's measurement cannot be ranked, from the warnings of its launch: an output
+    never written, or written in part, times a kernel that did not do its job. The point is
+    flagged instead (its warning would otherwise scroll by in a worker's stderr); the other
+    warnings are shown as usual, where they point."""
+    flags = []
+    for w in caught:
+        if issubclass(w.category, UnwrittenOutputWarning):
+            # "file.py:LINE: kernel return value NAME (allocated at ...) is never written; ..."
+            flags.append(str(w.message).split("; expected", 1)[0])
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return flags
 
 
 def _tolerance(*arrays: Any) -> float:

@@ -92,9 +92,14 @@ def test_rows_equal_single_runs(scale_file: Path) -> None:
 
 
 def test_table_is_sorted_and_marks_the_best(scale_file: Path) -> None:
+    """Per problem (here per `width`, the example_inputs parameter), fastest first, its
+    fastest point best (tests/sweep/test_sweep_ranking.py has more)."""
     table = sweep(str(scale_file), GRID, workers=1)
-    assert list(table["latency_ns"]) == sorted(table["latency_ns"])
-    assert table["best"].tolist() == [True] + [False] * 5
+    assert table["width"].tolist() == [512] * 3 + [1024] * 3
+    assert table["problem"].tolist() == [0] * 3 + [1] * 3
+    for _, same in table.groupby("problem"):
+        assert list(same["latency_ns"]) == sorted(same["latency_ns"])
+    assert table["best"].tolist() == [True, False, False] * 2
     assert sorted(table["point"]) == list(range(6))
     # "point" is the index in the grid: the product with the last name varying fastest.
     grid = expand(GRID)
