@@ -155,8 +155,11 @@ def test_sweep_counts_are_checked_on_the_command_line(flag, value, minimum, caps
 
 def test_profile_of_a_script_points_to_run(capsys):
     assert cli.main(["profile", f"{KERNELS / 'run_sample.py'}"]) == 2
-    assert "found neither; name one as FILE.py::KERNEL, or time a script with `neuroncore-sim " \
-        "run`" in capsys.readouterr().err
+    path = KERNELS / "run_sample.py"
+    assert "found no example_inputs(), kernel or KERNELS (its functions: " in (
+        err := capsys.readouterr().err)
+    assert err.endswith(f"to time the kernel launches of a script, use `neuroncore-sim run "
+                        f"{path}`\n")
 
 
 def test_bad_config_is_a_clean_error(capsys):
