@@ -68,7 +68,7 @@ def test_run_times_every_launch_and_writes_reports(tmp_path, capsys):
         folder = out / f"launch{n}_add_one"
         names = {p.name for p in folder.iterdir()}
         assert names == {"summary.json", "summary.txt", "events.csv", "timeline.png",
-                         "trace.json"}
+                         "trace.json", "parquet"}
         summary = json.loads((folder / "summary.json").read_text())
         assert summary["latency_ns"] > 0
         assert summary["critical_path"]["length_ns"] == pytest.approx(summary["latency_ns"],
