@@ -76,6 +76,12 @@ class UnsupportedError(SimulatorError):
     """A valid NKI feature that this simulator does not implement (yet), or not on this core."""
 
 
+class UnsupportedAttributeError(UnsupportedError, AttributeError):
+    """A name looked up on an NKI module (``nl.<name>``) that the simulator does not implement:
+    an :class:`UnsupportedError`, and an ``AttributeError`` so that ``hasattr``,
+    ``getattr(module, name, default)`` and tab completion treat it as a missing attribute."""
+
+
 class SimulatorWarning(UserWarning):
     """Root of the warnings about kernels that run but probably do not do what was meant on the
     hardware. Messages start with the kernel's "file.py:LINE"."""
