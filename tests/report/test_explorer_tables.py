@@ -43,8 +43,9 @@ def interval_merge_ns(starts, ends, t0, t1) -> float:
     return total
 
 
-def bounds_from_tables(d: Path) -> dict:
-    """Every bound (seconds) and bn_speedup from the Parquet tables in ``d``."""
+def bounds_from_tables(d: Path, window: tuple[float, float] | None = None) -> dict:
+    """Every bound (seconds) and bn_speedup from the Parquet tables in ``d``, over ``window``
+    (ns; default: the reference's, first DMA packet start to last end)."""
     meta = pd.read_parquet(d / "Metadata.parquet").iloc[0]
     summary = pd.read_parquet(d / "Summary.parquet").iloc[0]
     pkts = pd.read_parquet(d / "DmaPacket.parquet")
@@ -55,7 +56,7 @@ def bounds_from_tables(d: Path) -> dict:
     peak_bw = meta["dma_ddr_bandwidth"]
     te_peak = (meta["tensor_engine_num_rows"] * meta["tensor_engine_num_cols"] * 2.0
                * meta["tensor_engine_clock_freq"] * 1e9)
-    t0, t1 = agg["start_ts"].min(), agg["end_ts"].max()
+    t0, t1 = window if window is not None else (agg["start_ts"].min(), agg["end_ts"].max())
 
     def engine_s(name: str) -> float:
         rows = active[active["engine"] == name]
@@ -141,20 +142,73 @@ LAUNCHES = {
     "matmul_and_transposes": lambda: ncs.simulate(
         matmul_and_transposes, np.zeros((128, 128), np.float32),
         np.zeros((128, 512), np.float32), functional=False),
+    "tensor_add_grid": lambda: _sample("tensor_add.py"),  # an SPMD grid of 2 x 2
+}
+#: Launches with engine activity outside the reference's default window (before the first DMA
+#: packet: the DMAs' fixed 1.3 us latency leaves time for memsets, iotas and transposes).
+EARLY_WORK = {
+    "layernorm_v1": lambda: _sample("layernorm_tutorial.py", "layernorm_v1"),
+    "rmsnorm": lambda: _sample("rmsnorm.py"),
+    "blocked_all": lambda: _sample("matmul_ladder.py", "blocked_all"),
 }
 
 
-@pytest.mark.parametrize("name", list(LAUNCHES))
-def test_reference_bounds_on_the_tables_equal_our_summary(name: str, tmp_path: Path) -> None:
-    res = LAUNCHES[name]()
-    written = explorer.write_tables(res, tmp_path)
-    assert [p.name for p in written] == [f"{t}.parquet" for t in explorer.TABLES]
-    s = res.summary()
-    got = bounds_from_tables(tmp_path)
+def _check(got: dict, s: dict) -> None:
     for bound in BOUNDS:
         assert got[bound] * 1e9 == pytest.approx(s[bound], abs=0.01), bound
         assert got["bn_speedup"][bound] == pytest.approx(s["bn_speedup"][bound], abs=1e-3), bound
     assert got["bottleneck"].lower() == s["pipeline_bottleneck"]
+
+
+@pytest.mark.parametrize("name", list(LAUNCHES))
+def test_reference_bounds_on_the_tables_equal_our_summary(name: str, tmp_path: Path) -> None:
+    """The reference's formulas with its own window (first to last DMA packet)."""
+    res = LAUNCHES[name]()
+    written = explorer.write_tables(res, tmp_path)
+    assert [p.name for p in written] == [f"{t}.parquet" for t in explorer.TABLES]
+    _check(bounds_from_tables(tmp_path), res.summary())
+
+
+@pytest.mark.parametrize("name", list(LAUNCHES) + list(EARLY_WORK))
+def test_over_the_whole_launch_they_equal_our_summary(name: str, tmp_path: Path) -> None:
+    """The same formulas over the window [0, total_time], which holds every engine's work;
+    the default window leaves out what engines do before the first DMA packet."""
+    res = {**LAUNCHES, **EARLY_WORK}[name]()
+    explorer.write_tables(res, tmp_path)
+    s = res.summary()
+    total_ns = pd.read_parquet(tmp_path / "Summary.parquet").iloc[0]["total_time"] * 1e9
+    _check(bounds_from_tables(tmp_path, (0.0, total_ns)), s)
+    if name in EARLY_WORK:
+        first_dma = pd.read_parquet(tmp_path / "DmaPacket.parquet")["start_ts"].min()
+        active = pd.read_parquet(tmp_path / "ActiveTime.parquet")
+        assert (active["start_ts"] < first_dma).any()
+        default = bounds_from_tables(tmp_path)  # that work is outside the default window
+        assert any(abs(default[b] * 1e9 - s[b]) > 0.01 or abs(
+            default["bn_speedup"][b] - s["bn_speedup"][b]) > 1e-3 for b in BOUNDS)
+
+
+def test_whole_kernel_bounds_from_the_summary_table(tmp_path: Path) -> None:
+    """The reference's whole-kernel inputs come from Summary alone."""
+    res = EARLY_WORK["rmsnorm"]()
+    explorer.write_tables(res, tmp_path)
+    meta = pd.read_parquet(tmp_path / "Metadata.parquet").iloc[0]
+    row = pd.read_parquet(tmp_path / "Summary.parquet").iloc[0]
+    s = res.summary()
+    peak_bw = meta["dma_ddr_bandwidth"]
+    te_peak = (meta["tensor_engine_num_rows"] * meta["tensor_engine_num_cols"] * 2.0
+               * meta["tensor_engine_clock_freq"] * 1e9)
+    engines = [row[f"{e}_engine_active_time"] for e in ("tensor", "vector", "scalar", "gpsimd")]
+    want = {"memory_bound": row["dma_active_time"],
+            "memory_bound_ideal": row["dma_transfer_total_bytes"] / peak_bw,
+            "memory_bound_ideal_no_reloads": row["inputs_outputs_weights_size_bytes"] / peak_bw,
+            "compute_bound": row["tensor_engine_active_time"],
+            "compute_bound_ideal_flops": row["hardware_flops"] / te_peak,
+            "compute_bound_ideal_useful_flops":
+                (row["hardware_flops"] - row["transpose_flops"]) / te_peak,
+            "perfect_pipeline": max(*engines, row["dma_active_time"])}
+    for bound, seconds in want.items():
+        assert seconds * 1e9 == pytest.approx(s[bound], abs=0.01), bound
+    assert row["total_time"] * 1e9 == pytest.approx(s["latency_ns"])
 
 
 def test_spill_transfers_count_in_memory_bound_ideal(tmp_path: Path) -> None:
