@@ -7,7 +7,8 @@ Three subcommands::
     neuroncore-sim sweep kernels/matmul_blocked.py --param n_block=1,2,4   # rank a grid
 
 ``--out DIR`` writes, per launch, ``summary.json``, ``summary.txt``, ``events.csv``,
-``timeline.png`` and ``trace.json`` (open in https://ui.perfetto.dev). Exit status: 0 success,
+``timeline.png``, ``trace.json`` (open in https://ui.perfetto.dev) and ``parquet/``: the profile
+as Neuron Explorer's Parquet tables (``neuroncore_sim.report.explorer``; needs pyarrow). Exit status: 0 success,
 1 the kernel (or the script) failed, 2 the command line was wrong; ``run`` passes on the
 status a script gives ``sys.exit``. Options of ``run`` go before the script name: the words
 after it are the script's.
@@ -25,18 +26,24 @@ from types import TracebackType
 from typing import Sequence
 
 from . import report
+from .report import explorer
 from .report.launch_files import (OutputPlaceError, check_out_dir, launch_folder,
                                   write_launch_files)
 from .sweep import cli as sweep_cli
 from .alias import install_neuronxcc_alias
 from .config import NeuronCoreConfig, load_config
-from .errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ConfigError, SimulatorError
+from .errors import (EXIT_FAILED, EXIT_OK, EXIT_USAGE, ConfigError, SimulatorError,
+                     UnsupportedError)
 from .sweep.kernel_file import (UsageError, example_inputs, find_kernel, load_kernel_file,
                                 max_abs_error, split_target)
 from .result import SimResult
 from .frameworks.profile import profile_session
 from .simulate import simulate
 
+
+
+#: Folder of each launch's --out folder that holds Neuron Explorer's Parquet tables.
+EXPLORER_FOLDER = "parquet"
 
 
 def _parser() -> tuple[argparse.ArgumentParser, dict[str, str | None]]:
@@ -55,7 +62,8 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, str | None]]:
                              "input values; a script's kernels then return None)"))
     shared.append(common.add_argument("--out", metavar="DIR", type=Path, default=None,
                         help="also write per launch: summary.json, summary.txt, events.csv, "
-                             "timeline.png and trace.json (Perfetto/Chrome trace) under DIR"))
+                             "timeline.png, trace.json (Perfetto/Chrome trace) and parquet/ "
+                             "(Neuron Explorer's tables, with pyarrow) under DIR"))
     shared.append(common.add_argument("--trace-max-events", metavar="N", type=sweep_cli.at_least(0),
                         default=None,
                         help="with --out: keep only the first N events (in time) in trace.json "
@@ -305,4 +313,9 @@ def _report(res: SimResult, n: int, out: Path | None, label: str | None = None,
     if trace_max_events is not None and len(res.timing.events) > trace_max_events:
         print(f"   trace.json: first {trace_max_events:,} of {len(res.timing.events):,} events "
               "(--trace-max-events)")
+    try:  # Neuron Explorer's tables: optional (pyarrow); the other files stand without them
+        explorer.write_tables(res, folder / EXPLORER_FOLDER)
+    except UnsupportedError as e:
+        print(f"neuroncore-sim: note: {folder}/{EXPLORER_FOLDER}/ not written: {e}",
+              file=sys.stderr)
     print(f"   wrote {folder}/")

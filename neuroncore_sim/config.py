@@ -14,6 +14,7 @@ TOML files override fields by the same names::
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import json
 import math
@@ -276,11 +277,29 @@ def override(base: NeuronCoreConfig, fields: dict[str, object], where: str) -> N
         ConfigError: a name that is not a field, or a value the field does not accept (the
             message starts with ``where``).
     """
-    names = {f.name for f in dataclasses.fields(NeuronCoreConfig)}
-    unknown = sorted(set(fields) - names)
+    unknown = sorted(set(fields) - set(field_names()))
     if unknown:
-        raise ConfigError(f"{where}: unknown field(s) {unknown}; known fields: {sorted(names)}")
+        raise ConfigError(f"{where}: unknown field(s) {unknown}; expected "
+                          f"{fields_hint(unknown[0])}")
     try:
         return dataclasses.replace(base, **fields)
     except ConfigError as e:
         raise ConfigError(f"{where}: {e}") from None
+
+
+def field_names() -> tuple[str, ...]:
+    """Names of the fields of :class:`NeuronCoreConfig`, in declaration order."""
+    return tuple(f.name for f in dataclasses.fields(NeuronCoreConfig))
+
+
+def fields_hint(name: str) -> str:
+    """What a field name should have been, short: the few closest field names to ``name`` and
+    where all of them are listed (there are about fifty; a message listing them all is a wall)."""
+    names = field_names()
+    close = difflib.get_close_matches(name, names, n=4, cutoff=0.6)
+    if not close:  # the fields sharing its first word ("dma_", "psum_"), as a second guess
+        head = name.split("_", 1)[0] + "_"
+        close = [n for n in names if n.startswith(head)][:4]
+    near = f"closest: {', '.join(close)}; " if close else ""
+    return (f"a field of the hardware config ({near}all {len(names)} are listed by "
+            "help(neuroncore_sim.config.NeuronCoreConfig))")

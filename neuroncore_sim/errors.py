@@ -12,7 +12,10 @@ front end), never a line inside this package.
 from __future__ import annotations
 
 import os
+import re
 import sys
+import warnings
+from typing import Any, Iterable
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -73,6 +76,12 @@ class UnsupportedError(SimulatorError):
     """A valid NKI feature that this simulator does not implement (yet), or not on this core."""
 
 
+class UnsupportedAttributeError(UnsupportedError, AttributeError):
+    """A name looked up on an NKI module (``nl.<name>``) that the simulator does not implement:
+    an :class:`UnsupportedError`, and an ``AttributeError`` so that ``hasattr``,
+    ``getattr(module, name, default)`` and tab completion treat it as a missing attribute."""
+
+
 class SimulatorWarning(UserWarning):
     """Root of the warnings about kernels that run but probably do not do what was meant on the
     hardware. Messages start with the kernel's "file.py:LINE"."""
@@ -124,3 +133,64 @@ def caller_loc() -> str | None:
     if frame is None:
         return None
     return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+#: The "file.py:LINE: " a simulator warning's message starts with.
+_LOC_PREFIX = re.compile(r"([^\s:]+\.py):(\d+): ")
+
+
+def warn_at_kernel_lines(found: Iterable[SimulatorWarning], files: Iterable[str],
+                         kernel_globals: dict[str, Any] | None = None) -> None:
+    """Issue simulator warnings so that Python's warning location (the ``path:LINE:`` it prints,
+    ``WarningMessage.filename`` / ``lineno``, ``-W`` and ``filterwarnings`` module filters) is
+    the kernel line the message names, not a line inside this package.
+
+    Args:
+        found: the warnings; each message starts with the kernel's ``file.py:LINE``.
+        files: full paths of the source files the launch ran (the kernel's, and those its
+            instructions came from), to turn the message's base name into a path.
+        kernel_globals: the kernel's module globals: its ``__warningregistry__`` keeps a
+            repeated warning from showing twice (as ``warnings.warn`` from that module would).
+
+    A message whose file is not among ``files`` (or names two of them) is located at the
+    innermost caller outside this package, the line that launched the kernel.
+    """
+    by_name: dict[str, set[str]] = {}
+    for path in files:
+        by_name.setdefault(os.path.basename(path), set()).add(path)
+    kernel_file = (kernel_globals or {}).get("__file__")
+    for w in found:
+        m = _LOC_PREFIX.match(str(w))
+        paths = by_name.get(m.group(1), set()) if m else set()
+        if len(paths) == 1:
+            path, line = next(iter(paths)), int(m.group(2)) if m else 0
+            module_globals = kernel_globals if _same_file(path, kernel_file) else \
+                _module_globals(path)
+        else:
+            path, line, module_globals = _caller_outside_package()
+        registry = (module_globals.setdefault("__warningregistry__", {})
+                    if module_globals is not None else None)
+        module = (module_globals or {}).get("__name__") or \
+            os.path.splitext(os.path.basename(path))[0]
+        warnings.warn_explicit(w, type(w), path, line, module=module, registry=registry,
+                               module_globals=module_globals)
+
+
+def _same_file(a: str, b: object) -> bool:
+    return isinstance(b, str) and os.path.realpath(a) == os.path.realpath(b)
+
+
+def _module_globals(path: str) -> dict[str, Any] | None:
+    """Globals of the imported module whose file is ``path`` (None: not imported as a module)."""
+    for module in list(sys.modules.values()):
+        if _same_file(path, getattr(module, "__file__", None)):
+            return vars(module)
+    return None
+
+
+def _caller_outside_package() -> tuple[str, int, dict[str, Any] | None]:
+    """(file, line, globals) of the innermost stack frame outside this package."""
+    frame = sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    return frame.f_code.co_filename, frame.f_lineno, frame.f_globals

@@ -2,8 +2,9 @@
 
 Returned HBM tensors (or the written argument arrays of an output-argument kernel) become numpy
 arrays; views (``return out.reshape(...)``) give the values they select. A returned tensor that
-no instruction wrote, or (functional runs) that was written only in part, gives an
-:class:`~neuroncore_sim.errors.UnwrittenOutputWarning` at the kernel's ``def`` line.
+no instruction wrote, or that was written only in part (timing-only runs: when its writes hold
+fewer elements than it), gives an :class:`~neuroncore_sim.errors.UnwrittenOutputWarning` at the
+kernel's ``def`` line.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy as np
 from .errors import KernelError, ReturnValueWarning, UnwrittenOutputWarning
 from .frontend import tracer as _tracer
 from .frontend.tensor import NkiTensor
-from .program.ir import MemSpace
+from .program.ir import Access, MemSpace
 from .values.execute import Executor
 from .values.fast.pipeline import PipelinedExecutor
 
@@ -89,23 +90,51 @@ def _warn_lost_writes(tr: _tracer.Tracer, def_loc: str | None) -> None:
 def _check_written(tr: _tracer.Tracer, executor: PipelinedExecutor | Executor | None,
                    item: NkiTensor, def_loc: str | None) -> None:
     """Warn (UnwrittenOutputWarning, at the kernel's def line) when a returned tensor was never
-    written, or (functional runs) written only in part."""
+    written, or written only in part (timing-only runs: :func:`_surely_unwritten`)."""
     decl = item.tensor
     where = f" (allocated at {decl.site})" if decl.site is not None else ""
-    if not any(a.tensor is decl for ins in tr.program.instructions for a in ins.dsts.values()):
+    writes = [a for ins in tr.program.instructions for a in ins.dsts.values() if a.tensor is decl]
+    total = int(np.prod(item.shape))
+    if not writes:
         missing = "never written"
     elif executor is not None:
         left = executor.checks.unwritten(item.access())
         if left is None:
             return
-        total = int(np.prod(item.shape))
         count = total if left is True else int(np.count_nonzero(left))
         missing = f"written only in part: {count} of its {total} elements never written"
     else:
-        return
+        count = _surely_unwritten(item.access(), writes)
+        if not count:
+            return
+        missing = f"written only in part: {count} of its {total} elements never written"
     msg = (f"kernel return value {decl.name}{where} is {missing}; expected every element "
            f"written (nl.store into it), found garbage on the hardware (NaN here)")
     tr.warnings.append(UnwrittenOutputWarning(f"{def_loc}: {msg}" if def_loc else msg))
+
+
+def _surely_unwritten(region: Access, writes: list[Access]) -> int:
+    """Timing-only runs (no values to look at): the elements of ``region`` no write covers,
+    counted only when the writes hold fewer elements than the region, so that some are surely
+    missing (a loop that stops short: ``N // 2048`` blocks of an ``N = 3072`` output); 0
+    otherwise. Overlapping writes that leave gaps are not looked for: that would cost a pass
+    over every written element of every launch, and a false warning is worse than none."""
+    if sum(a.size for a in writes) >= region.size:
+        return 0
+    covered = np.zeros(int(np.prod(region.tensor.shape)), dtype=bool)
+    for a in writes:
+        covered[_flat_indices(a)] = True
+    return int(np.count_nonzero(~covered[_flat_indices(region)]))
+
+
+def _flat_indices(a: Access) -> np.ndarray:
+    """Storage indices of the elements of ``a`` (``offset + sum(stride_k * i_k)``)."""
+    index = np.asarray(a.offset, dtype=np.int64)
+    for k, (stride, count) in enumerate(a.pattern):
+        shape = [1] * len(a.pattern)
+        shape[k] = count
+        index = index + stride * np.arange(count, dtype=np.int64).reshape(shape)
+    return index.reshape(-1)
 
 
 def _view_values(view: NkiTensor, whole: np.ndarray) -> np.ndarray:

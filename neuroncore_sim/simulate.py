@@ -21,12 +21,12 @@ from __future__ import annotations
 import contextlib
 import inspect
 import itertools
+import os
 import threading
 import traceback
 import warnings
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
@@ -37,7 +37,7 @@ from .environment import launch_environment
 from .launch_outputs import collect_outputs
 from .dtypes import to_dtype
 from .errors import (ConfigError, KernelError, SimulatorError, SimulatorWarning,
-                     UnsupportedError, caller_loc, expected)
+                     UnsupportedError, caller_loc, expected, warn_at_kernel_lines)
 from .values.execute import Executor
 from .values.fast.executor import FastExecutor
 from .values.fast.pipeline import PipelinedExecutor
@@ -225,26 +225,22 @@ def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
             executor = PipelinedExecutor(FastExecutor(cfg, gemm_threads=threads))
             stack.callback(executor.close)
         outputs, found = _run_launch(fn, args, kwargs, grid, cfg, program, executor, on_record)
-    level = _user_stacklevel()
-    for w in found:
-        warnings.warn(w, stacklevel=level)
+    _warn(found, program, fn)
     return Launch(program, outputs, [str(w) for w in found])
 
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
-
-
-def _user_stacklevel() -> int:
-    """The ``stacklevel`` that makes a warning issued by the caller of this function point at
-    the first frame outside this package: the user's line that launched the kernel, however
-    many entry points (``nki.simulate_kernel``, a kernel call, :func:`simulate`) lie between."""
-    frame = inspect.currentframe()
-    frame = frame.f_back if frame is not None else None  # the caller: stacklevel 1
-    level = 1
-    while frame is not None and frame.f_back is not None and \
-            Path(frame.f_code.co_filename).resolve().is_relative_to(_PACKAGE_DIR):
-        frame, level = frame.f_back, level + 1
-    return level
+def _warn(found: list[SimulatorWarning], program: Program, fn: Callable[..., Any]) -> None:
+    """Show a launch's warnings at the kernel lines they name (``errors.warn_at_kernel_lines``):
+    Python then prints the kernel's ``path:LINE`` and its source line, and filters by the
+    kernel's module."""
+    if not found:
+        return
+    code = getattr(fn, "__code__", None)
+    files = {ins.loc.filename for ins in program.instructions if ins.loc is not None}
+    files |= {d.site.filename for d in program.tensors if d.site is not None}
+    if code is not None:
+        files.add(code.co_filename)
+    warn_at_kernel_lines(found, files, getattr(fn, "__globals__", None))
 
 
 def _run_launch(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[int, ...],
@@ -272,6 +268,10 @@ def _run_launch(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[i
     return outputs, tr.warnings + (executor.checks.warnings if executor is not None else [])
 
 
+#: This package's folder (frames inside it are not the kernel's).
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
 def _explain_constant_argument(error: Exception, fn: Callable[..., Any], args: tuple,
                                kwargs: dict) -> None:
     """The kernel's own code failed with ``'list' object has no attribute 'shape'`` (or the
@@ -289,8 +289,9 @@ def _explain_constant_argument(error: Exception, fn: Callable[..., Any], args: t
         if f"'{kind}' object has no attribute" in str(error) and \
                 not isinstance(value, (np.ndarray, TensorType)):
             tb = traceback.extract_tb(error.__traceback__)
-            user = [f for f in tb if not Path(f.filename).resolve().is_relative_to(_PACKAGE_DIR)]
-            loc = f"{Path(user[-1].filename).name}:{user[-1].lineno}" if user else _def_loc(fn)
+            user = [f for f in tb if not os.path.abspath(f.filename).startswith(_PACKAGE)]
+            loc = (f"{os.path.basename(user[-1].filename)}:{user[-1].lineno}" if user
+                   else _def_loc(fn))
             raise KernelError(
                 f"argument {name!r} is a Python {kind}, not a tensor ({error}): NKI kernels "
                 "take numpy arrays (or torch / jax tensors) as tensor arguments; any other "
@@ -383,9 +384,7 @@ def simulate_launch(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], 
                                     bar.update if bar is not None else None)
     # (the timing model checks capacity while scheduling)
     found = times.warnings if times is not None else check_capacity(launch.program, cfg)
-    level = _user_stacklevel()
-    for w in found:  # SpillWarnings: tiles spilled to the next memory
-        warnings.warn(w, stacklevel=level)
+    _warn(found, launch.program, getattr(kernel, "func", kernel))  # SpillWarnings
     result = SimResult(program=launch.program, outputs=launch.outputs, config=cfg, timing=times,
                        entry=entry, kernel_loc=_def_loc(getattr(kernel, "func", kernel)))
     if session is not None:

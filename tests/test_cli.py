@@ -68,7 +68,7 @@ def test_run_times_every_launch_and_writes_reports(tmp_path, capsys):
         folder = out / f"launch{n}_add_one"
         names = {p.name for p in folder.iterdir()}
         assert names == {"summary.json", "summary.txt", "events.csv", "timeline.png",
-                         "trace.json"}
+                         "trace.json", "parquet"}
         summary = json.loads((folder / "summary.json").read_text())
         assert summary["latency_ns"] > 0
         assert summary["critical_path"]["length_ns"] == pytest.approx(summary["latency_ns"],
@@ -155,8 +155,11 @@ def test_sweep_counts_are_checked_on_the_command_line(flag, value, minimum, caps
 
 def test_profile_of_a_script_points_to_run(capsys):
     assert cli.main(["profile", f"{KERNELS / 'run_sample.py'}"]) == 2
-    assert "found neither; name one as FILE.py::KERNEL, or time a script with `neuroncore-sim " \
-        "run`" in capsys.readouterr().err
+    path = KERNELS / "run_sample.py"
+    assert "found no example_inputs(), kernel or KERNELS (its functions: " in (
+        err := capsys.readouterr().err)
+    assert err.endswith(f"to time the kernel launches of a script, use `neuroncore-sim run "
+                        f"{path}`\n")
 
 
 def test_bad_config_is_a_clean_error(capsys):

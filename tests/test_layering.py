@@ -105,9 +105,11 @@ THIRD_PARTY: dict[str, tuple[frozenset[str] | None, frozenset[str]]] = {
     "numpy": (None, frozenset()),
     "ml_dtypes": (None, frozenset()),
     "simpy": (frozenset({"timing.dma", "timing.engines"}), frozenset()),
-    "pandas": (frozenset({"result", "report.tables", "sweep.run", "sweep.table", "cli",
-                          "pytest_plugin"}),
-               frozenset({"result", "sweep.table"})),
+    "pandas": (frozenset({"result", "report.tables", "report.explorer", "sweep.run",
+                          "sweep.table", "cli", "pytest_plugin"}),
+               frozenset({"result", "sweep.table", "report.explorer"})),
+    # Parquet tables of report.explorer: an optional dependency, imported when they are written.
+    "pyarrow": (frozenset({"report.explorer"}), frozenset({"report.explorer"})),
     "matplotlib": (frozenset({"report.plot", "sweep.plot"}),
                    frozenset({"report.plot", "sweep.plot"})),
     # progress bars are drawn at the edge only; the simulator calls plain hooks.

@@ -23,7 +23,8 @@ from neuroncore_sim.simulate import simulate_launch
 
 ROOT = Path(__file__).resolve().parent.parent
 GIOU_SCRIPT = ROOT / "tests" / "scripts" / "giou_simulate_kernel.py"
-REPORT_FILES = {"summary.json", "summary.txt", "events.csv", "timeline.png", "trace.json"}
+REPORT_FILES = {"summary.json", "summary.txt", "events.csv", "timeline.png", "trace.json",
+                "parquet"}
 
 HEADER = '''
 import sys

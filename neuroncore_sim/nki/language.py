@@ -9,6 +9,8 @@ implementation's error (an ``UnsupportedError`` that is also an ``AttributeError
 
 from typing import Any as _Any
 
+from ..errors import UnsupportedAttributeError as _UnsupportedAttributeError
+from ..errors import UnsupportedError as _UnsupportedError
 from ..frontend import language as _impl
 
 #: Names of the implementation module that are not part of NKI's nki.language.
@@ -28,7 +30,12 @@ globals().update({_n: getattr(_impl, _n) for _n in __all__})
 def __getattr__(name: str) -> _Any:
     if name in _IMPLEMENTATION:
         raise AttributeError(f"module 'nki.language' has no attribute {name!r}")
-    return getattr(_impl, name)  # not implemented yet / unknown: the implementation's error
+    try:
+        return getattr(_impl, name)
+    except _UnsupportedError as e:  # not implemented yet / unknown: the implementation's
+        if isinstance(e, AttributeError):  # error (at the kernel line), as an AttributeError
+            raise
+        raise _UnsupportedAttributeError(e.message, e.loc) from None
 
 
 def __dir__() -> list[str]:

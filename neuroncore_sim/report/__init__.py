@@ -3,6 +3,7 @@
 - :mod:`.tables`: per-engine, DMA, source-line, memory and stall tables, and the text summary
   (``report.summary_text(res)`` is what the command line prints);
 - :mod:`.plot`: the timeline PNG; :mod:`.chrome_trace`: the Perfetto / Chrome trace;
+- :mod:`.explorer`: the profile as Neuron Explorer's Parquet tables (pyarrow, optional);
 - :mod:`.progress`: tqdm progress bars for long simulations.
 
 Nothing here feeds back into the simulation. Only the tables are imported with the package;

@@ -111,9 +111,10 @@ def _small_dma(res: SimResult, path: CriticalPath, s: dict) -> list[Advice]:
 
 def _reloads(res: SimResult, path: CriticalPath, s: dict) -> list[Advice]:
     # Reloaded bytes are HBM reads: at dma_hbm_read_bytes_per_ns, not the engines' write peak.
+    # The kernel's own DMA bytes (dma_bytes), not memory_bound_ideal's: spills are not reloads.
     cfg = res.config
-    extra = ((s["memory_bound_ideal"] - s["memory_bound_ideal_no_reloads"])
-             * cfg.dma_engine_bytes_per_ns / cfg.dma_hbm_read_bytes_per_ns)
+    extra = ((s["dma_bytes"] - s["necessary_bytes"])
+             / (cfg.dma_engines * cfg.dma_hbm_read_bytes_per_ns))
     if _path_share(path, "dma") < MIN_SHARE * 3 or extra < MIN_SHARE * res.latency_ns:
         return []
     loads: dict[tuple, list] = {}  # (tensor, region) -> [count, bytes, lines]

@@ -3,8 +3,9 @@
     neuroncore-sim sweep kernels/matmul_blocked.py --param n_block=1,2,4,8 --param N=2048,4096 \\
         --workers 2 --out out/sweep
 
-prints the ranked table (fastest first, best marked ``*``) and writes ``points.jsonl``,
-``sweep.csv`` and ``sweep.png`` under ``--out``. Exit status: 0 when at least one point ran,
+prints the ranked table (per problem, i.e. per value of the example_inputs parameters: fastest
+first, best marked ``*``) and writes ``points.jsonl``, ``sweep.csv`` and ``sweep.png`` under
+``--out``. Exit status: 0 when at least one point ran,
 1 when every point failed (or the sweep could not run), 2 when the command line is wrong, 130
 when interrupted (Ctrl-C; the finished points stay saved).
 """
@@ -69,7 +70,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                    help=f"write {POINTS_FILE} (one line per finished point; a second run with "
                         f"the same DIR resumes), {TABLE_FILE} and {PLOT_FILE} under DIR")
     p.add_argument("--top", type=at_least(1), default=20, metavar="N",
-                   help="rows of the table to print (default 20)")
+                   help="rows of the table to print per problem (points with the same "
+                        "example_inputs parameters; default 20)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -114,6 +116,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"neuroncore-sim: sweep interrupted{saved}", file=sys.stderr)
         return EXIT_INTERRUPTED
     print(format_table(table, list(params), args.top))
+    flagged = table[table["flag"].notna()]
+    if len(flagged):
+        first = flagged.iloc[0]
+        print(f"{len(flagged)} of {len(table)} point(s) flagged, never ranked best; point "
+              f"{first['point']}: {first['flag']}")
     failed = table[table["error"].notna()]
     if len(failed):
         first = failed.iloc[0]
@@ -125,23 +132,33 @@ def run(args: argparse.Namespace) -> int:
 
 
 def format_table(table: Any, params: list[str], top: int) -> str:
-    """The first ``top`` rows as text: parameters, latency, busy %, DMA use, bottleneck, the
-    result check when there was one, and the error (cut short) of failed points."""
-    shown = table.head(top).copy()
+    """The first ``top`` rows of each problem (points with the same input parameters) as text:
+    parameters, latency, busy %, DMA use, bottleneck, the result check when there was one, and
+    the flag and error (cut short) of flagged and failed points. Problems are separated by a
+    blank line."""
+    shown = table.groupby("problem", sort=False).head(top).copy()
     shown.insert(0, "", ["*" if b else "" for b in shown["best"]])
     cols = ["", "point", *params, "latency_us", *(f"{e}_busy_pct" for e in ENGINES),
             "dma_pct_of_peak", "bottleneck", "instructions"]
     if shown["match"].notna().any():
         cols += ["match", "max_abs_err"]
-    if shown["error"].notna().any():
-        shown["error"] = [e if not isinstance(e, str) or len(e) <= _ERROR_WIDTH
-                          else e[:_ERROR_WIDTH - 3] + "..." for e in shown["error"]]
-        cols.append("error")
+    for col in ("flag", "error"):
+        if shown[col].notna().any():
+            shown[col] = [e if not isinstance(e, str) or len(e) <= _ERROR_WIDTH
+                          else e[:_ERROR_WIDTH - 3] + "..." for e in shown[col]]
+            cols.append(col)
+    problems = shown["problem"].tolist()
     shown = shown[cols].rename(columns={f"{e}_busy_pct": f"{e}%" for e in ENGINES}
                                | {"dma_pct_of_peak": "dma_bw%"})
     one_decimal = {c: "{:,.1f}".format for c in shown.columns
                    if c.endswith("%") or c == "latency_us"}
-    text = shown.to_string(index=False, na_rep="", formatters={
-        **one_decimal, "max_abs_err": "{:.3g}".format})
-    more = f"\n({len(table) - top} more rows; --top N to show them)" if len(table) > top else ""
-    return text + more
+    lines = shown.to_string(index=False, na_rep="", formatters={
+        **one_decimal, "max_abs_err": "{:.3g}".format}).splitlines()
+    text = [lines[0]]
+    for i, line in enumerate(lines[1:]):
+        if i and problems[i] != problems[i - 1]:
+            text.append("")
+        text.append(line)
+    hidden = len(table) - len(shown)
+    more = (f"\n({hidden} more rows; --top N to show N rows per problem)" if hidden else "")
+    return "\n".join(text) + more

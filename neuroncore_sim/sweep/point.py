@@ -13,19 +13,21 @@ point: the error is returned in the row. Loaded kernel files are cached per proc
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import inspect
 import json
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
-from ..config import NeuronCoreConfig, override
-from ..errors import SimulatorError, expected
+from ..config import NeuronCoreConfig, field_names, fields_hint, override
+from ..errors import ConfigError, SimulatorError, UnwrittenOutputWarning, expected
 from .kernel_file import (UsageError, example_inputs, find_kernel, load_kernel_file, max_abs_error,
                           split_target)
 from ..simulate import simulate
@@ -40,6 +42,11 @@ _TOL_8BIT, _TOL_16BIT, _TOL_32BIT = 1.25e-1, 1e-2, 1e-4
 class SweepError(SimulatorError):
     """A sweep is set up wrongly: a parameter no part of the kernel file takes, a value that
     cannot be saved, a grid that is not a dict of lists, or a worker process that died."""
+
+
+class SweepParameterError(SweepError, UsageError):
+    """A sweep parameter that no part of the kernel file takes, or a ``config.<field>`` value
+    the hardware config refuses: found before any point runs (the command line exits 2)."""
 
 
 @dataclass(frozen=True)
@@ -67,12 +74,49 @@ class KernelTarget:
             elif _accepts(self.kernel, name):
                 kernel_kw[name] = value
             else:
-                raise SweepError(expected(
-                    f"sweep parameter {name!r}",
-                    f"a parameter of example_inputs ({', '.join(self.input_names) or 'none'}), "
-                    f"'config.<field>' or a keyword of the kernel "
-                    f"({', '.join(_keywords(self.kernel)) or 'none'})", repr(name)), self.loc)
+                raise SweepParameterError(self._unknown(name), self.loc)
         return shape, fields, kernel_kw
+
+    def check(self, points: list[dict[str, Any]], base: NeuronCoreConfig) -> None:
+        """Check every parameter name of ``points``, and every ``config.<field>`` value, before
+        any point runs: a misspelt name fails the sweep at once, not each point in turn.
+
+        Raises:
+            SweepParameterError: the first bad name or config value, with the valid names.
+        """
+        seen: set[str] = set()
+        for name in (n for p in points for n in p):
+            if name in seen:
+                continue
+            seen.add(name)
+            field = name[len(CONFIG_PREFIX):] if name.startswith(CONFIG_PREFIX) else None
+            if field is not None and field not in field_names():
+                raise SweepParameterError(expected(
+                    f"sweep parameter {name!r}", f"config.<field> naming {fields_hint(field)}",
+                    repr(field)), self.loc)
+            self.route({name: None})
+        tried: set[str] = set()
+        for point in points:
+            fields = self.route(point)[1]
+            key = json.dumps(fields, sort_keys=True)
+            if fields and key not in tried:
+                tried.add(key)
+                try:
+                    override(base, fields, "sweep parameter config.<field>")
+                except ConfigError as e:
+                    given = ", ".join(f"{CONFIG_PREFIX}{k}={v!r}" for k, v in fields.items())
+                    raise SweepParameterError(f"sweep point with {given}: {e}", self.loc) \
+                        from None
+
+    def _unknown(self, name: str) -> str:
+        """The message for a name no part of the kernel file takes, listing those it does."""
+        keywords = _keywords(self.kernel)
+        close = difflib.get_close_matches(name, [*self.input_names, *keywords], n=1)
+        return expected(
+            f"sweep parameter {name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""),
+            f"a parameter of example_inputs ({', '.join(self.input_names) or 'none'}), "
+            f"'config.<field>' or a keyword of the kernel ({', '.join(keywords) or 'none'})",
+            repr(name))
 
 
 def _signature(fn: Callable[..., Any]) -> inspect.Signature:
@@ -180,9 +224,11 @@ def _measure(kt: KernelTarget, point: dict[str, Any], base: NeuronCoreConfig,
     if clash:
         raise SweepError(expected(f"sweep parameter {clash[0]!r}", "a kernel keyword",
                                   "the name of an input array from example_inputs"), kt.loc)
-    res = simulate(kt.kernel, *pos, grid=getattr(kt.module, "GRID", ()), config=cfg,
-                   functional=functional, **kw, **kernel_kw)
-    row = measured_row(res)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = simulate(kt.kernel, *pos, grid=getattr(kt.module, "GRID", ()), config=cfg,
+                       functional=functional, **kw, **kernel_kw)
+    row = measured_row(res, _flags(caught))
     if functional:
         ref_kw = {k: v for k, v in kernel_kw.items() if _accepts(kt.module.reference, k)}
         want = kt.module.reference(*pos, **kw, **ref_kw)
@@ -193,6 +239,21 @@ def _measure(kt: KernelTarget, point: dict[str, Any], base: NeuronCoreConfig,
             np.allclose(np.asarray(o, np.float64), np.asarray(r, np.float64), rtol=tol, atol=tol)
             for o, r in zip(res.outputs, want))
     return row
+
+
+def _flags(caught: list[warnings.WarningMessage]) -> list[str]:
+    """Why a point's measurement cannot be ranked, from the warnings of its launch: an output
+    never written, or written in part, times a kernel that did not do its job. The point is
+    flagged instead (its warning would otherwise scroll by in a worker's stderr); the other
+    warnings are shown as usual, where they point."""
+    flags = []
+    for w in caught:
+        if issubclass(w.category, UnwrittenOutputWarning):
+            # "file.py:LINE: kernel return value NAME (allocated at ...) is never written; ..."
+            flags.append(str(w.message).split("; expected", 1)[0])
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return flags
 
 
 def _tolerance(*arrays: Any) -> float:

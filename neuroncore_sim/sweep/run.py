@@ -126,9 +126,12 @@ def sweep(target: str, params: dict[str, Any] | Iterable[dict[str, Any]], *,
         progress: show a progress bar on stderr (default: when stderr is a terminal).
 
     Returns:
-        One row per point: ``point`` (its index in the grid), the parameters, the measured
-        columns (:data:`~neuroncore_sim.sweep.table.RESULT_COLUMNS`) and ``best`` (True on the
-        fastest point without error), sorted by latency with failed points last.
+        One row per point: ``point`` (its index in the grid), ``problem`` (points with the same
+        ``example_inputs`` parameters solve the same problem: numbered in grid order), the
+        parameters, the measured columns (:data:`~neuroncore_sim.sweep.table.RESULT_COLUMNS`)
+        and ``best`` (True on each problem's fastest point without error or flag, whose result,
+        if checked, matched). Sorted by problem, then by latency, flagged points (no
+        instruction recorded, an output left unwritten) and failed points last.
     """
     if not isinstance(target, (str, Path)):
         raise SweepError(expected(
@@ -144,6 +147,7 @@ def sweep(target: str, params: dict[str, Any] | Iterable[dict[str, Any]], *,
         raise UsageError(f"{kt.target}: check needs a reference() in the kernel file; "
                          "found none")
     grid = expand(params)
+    kt.check(grid, cfg)  # a bad name or config value fails here, before any point runs
     keys = [point_key(kt.identity, cfg, p) for p in grid]
     out = Path(out) if out is not None else None
     results = _read_points(out / POINTS_FILE, set(keys)) if out else {}
@@ -158,7 +162,7 @@ def sweep(target: str, params: dict[str, Any] | Iterable[dict[str, Any]], *,
             results[key] = {c: row[c] for c in RESULT_COLUMNS}
             write(key, todo[key], row)
             bar.update(1)
-    table = rank(grid, [results[k] for k in keys])
+    table = rank(grid, [results[k] for k in keys], kt.input_names)
     if out is not None:
         from .plot import save_sweep_plot
 

@@ -8,8 +8,11 @@ performance-bounds.md), with the quantities taken from our events:
 
 - ``memory_bound`` = DMA active time: wall-clock time when any DMA engine moved data (the
   interval union of every DMA transfer);
-- ``memory_bound_ideal`` = DMA bytes / peak DMA bandwidth of the core
-  (``dma_engines x dma_engine_bytes_per_ns``);
+- ``memory_bound_ideal`` = DMA transfer bytes / peak DMA bandwidth of the core
+  (``dma_engines x dma_engine_bytes_per_ns``): every byte the DMA engines moved, the spill
+  saves and reloads the compiler adds included, as Neuron Explorer sums every DMA packet
+  (``dma_transfer_total_bytes``), so the gap to ``memory_bound_ideal_no_reloads`` is the excess
+  traffic, reloads and spills;
 - ``memory_bound_ideal_no_reloads`` = necessary bytes (every kernel input and output tensor
   once) / the same peak;
 - ``compute_bound`` = TensorE active time (interval union of its MultiplyMoving, LoadStationary
@@ -32,7 +35,7 @@ import math
 from typing import Any
 
 from ..config import NeuronCoreConfig
-from ..program.ir import Engine, Opcode, Program
+from ..program.ir import Engine, Instruction, Opcode, Program
 from .events import TENSOR_LS_ROW, Event, TimingResult, is_dma_row
 
 #: The compute engines whose active times enter ``perfect_pipeline``.
@@ -66,20 +69,34 @@ def active_ns(events: tuple[Event, ...]) -> dict[str, float]:
     return {row: union_ns(s) for row, s in spans.items()}
 
 
+def instruction_flops(ins: Instruction) -> tuple[int, bool]:
+    """(hardware FLOPs, whether it is a transpose) of one instruction: ``2 K M N`` for an
+    nc_matmul, a TensorE transpose of a [P, F] tile as the matmul with a [P, P] identity it
+    is, 0 for anything else."""
+    if ins.opcode is Opcode.NC_MATMUL:
+        st, mv = ins.srcs["stationary"], ins.srcs["moving"]
+        return 2 * st.partitions * st.free_size * mv.free_size, False
+    if ins.opcode is Opcode.NC_TRANSPOSE and ins.engine is Engine.TENSOR:
+        data = ins.srcs["data"]
+        return 2 * data.partitions * data.free_size * data.partitions, True
+    return 0, False
+
+
 def tensor_flops(program: Program) -> tuple[int, int]:
-    """(hardware FLOPs, transpose FLOPs) of the TensorE instructions: ``2 K M N`` per matmul,
-    and a transpose of a [P, F] tile as the matmul with a [P, P] identity it is."""
+    """(hardware FLOPs, transpose FLOPs) of the TensorE instructions
+    (:func:`instruction_flops`)."""
     hw = transposes = 0
     for ins in program.instructions:
-        if ins.opcode is Opcode.NC_MATMUL:
-            st, mv = ins.srcs["stationary"], ins.srcs["moving"]
-            hw += 2 * st.partitions * st.free_size * mv.free_size
-        elif ins.opcode is Opcode.NC_TRANSPOSE and ins.engine is Engine.TENSOR:
-            data = ins.srcs["data"]
-            flops = 2 * data.partitions * data.free_size * data.partitions
-            hw += flops
-            transposes += flops
+        flops, transpose = instruction_flops(ins)
+        hw += flops
+        transposes += flops if transpose else 0
     return hw, transposes
+
+
+def transfer_bytes(timing: TimingResult) -> int:
+    """Bytes of every DMA transfer: the kernel's DMAs (``KernelWork.dma_bytes``) and the
+    spill saves and reloads the compiler adds."""
+    return sum(e.nbytes for e in timing.events if is_dma_row(e.engine))
 
 
 def necessary_bytes(program: Program) -> int:
@@ -99,7 +116,7 @@ def aws_bounds(program: Program, timing: TimingResult, config: NeuronCoreConfig
     hw, transposes = tensor_flops(program)
     bounds = {
         "memory_bound": active["dma"],
-        "memory_bound_ideal": timing.work.dma_bytes / dma_peak,
+        "memory_bound_ideal": transfer_bytes(timing) / dma_peak,
         "memory_bound_ideal_no_reloads": necessary_bytes(program) / dma_peak,
         "compute_bound": active["tensor"],
         "compute_bound_ideal_flops": hw / te_peak,
@@ -124,4 +141,5 @@ def aws_bounds(program: Program, timing: TimingResult, config: NeuronCoreConfig
     out["hardware_flops"] = hw
     out["transpose_flops"] = transposes
     out["necessary_bytes"] = necessary_bytes(program)
+    out["dma_transfer_total_bytes"] = transfer_bytes(timing)
     return out

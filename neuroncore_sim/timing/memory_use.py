@@ -162,7 +162,7 @@ def spill_use(timing: TimingResult, save_op: str, reload_op: str) -> dict[str, A
     Returns:
         ``spill_save_bytes`` (all partitions; SBUF to HBM, or PSUM to SBUF),
         ``spill_reload_bytes`` (back) and ``spill_sites``: allocation site -> bytes its spill
-        saves stored, largest first. Zeros and {} when nothing was spilled.
+        saves and reloads moved, largest first. Zeros and {} when nothing was spilled.
     """
     save = reload = 0
     sites: dict[str, int] = {}
@@ -173,8 +173,8 @@ def spill_use(timing: TimingResult, save_op: str, reload_op: str) -> dict[str, A
         moved = e.nbytes if is_dma_row(e.engine) else e.nbytes // 2
         if e.opcode == save_op:
             save += moved
-            sites[e.source] = sites.get(e.source, 0) + moved
         else:
             reload += moved
+        sites[e.source] = sites.get(e.source, 0) + moved
     order = dict(sorted(sites.items(), key=lambda kv: (-kv[1], kv[0])))
     return {"spill_save_bytes": save, "spill_reload_bytes": reload, "spill_sites": order}

@@ -113,8 +113,8 @@ def check_capacity(program: Program, config: NeuronCoreConfig) -> list[SpillWarn
 
 def spill_warnings(plans: list[InstancePlan]) -> list[SpillWarning]:
     """One SpillWarning per memory that some instance spills: the sites spilled most with the
-    bytes their saves move, the live demand and the capacity; the message starts with the top
-    site's line."""
+    bytes their saves and reloads move, the live demand and the capacity; the message starts
+    with the top site's line."""
     out = []
     for space, spills, to in ((MemSpace.PSUM, [p.psum for p in plans], "SBUF"),
                               (MemSpace.SBUF, [p.plan.spill for p in plans], "HBM")):
@@ -123,8 +123,9 @@ def spill_warnings(plans: list[InstancePlan]) -> list[SpillWarning]:
             continue
         sites: dict[str, int] = {}
         for sp in spilled:
-            for site, b in sp.saved_sites.items():
-                sites[site] = sites.get(site, 0) + b
+            for moved in (sp.saved_sites, sp.reloaded_sites):
+                for site, b in moved.items():
+                    sites[site] = sites.get(site, 0) + b
         order = sorted(sites.items(), key=lambda kv: (-kv[1], kv[0]))
         parts = ", ".join(f"{site} ({b} bytes)" for site, b in order[:6])
         more = f" and {len(order) - 6} more" if len(order) > 6 else ""
@@ -134,7 +135,7 @@ def spill_warnings(plans: list[InstancePlan]) -> list[SpillWarning]:
             f"{max(sp.demand for sp in spilled)} bytes per partition, {spilled[0].capacity} "
             f"available; the compiler spills to {to} {sum(sp.save_bytes for sp in spilled)} "
             f"bytes (spill stores) and reloads {sum(sp.reload_bytes for sp in spilled)} bytes; "
-            f"spilled allocation sites (bytes stored): {parts}{more}"))
+            f"spilled allocation sites (bytes stored and reloaded): {parts}{more}"))
     return out
 
 

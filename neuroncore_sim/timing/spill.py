@@ -69,6 +69,7 @@ class SpillPlan:
         takes: instruction index -> (tile, tiles whose memory it takes) for each tile the
             instruction uses first.
         saved_sites: allocation site -> bytes (all partitions) its tiles' spill saves store.
+        reloaded_sites: allocation site -> bytes its tiles' spill reloads bring back.
         save_bytes: bytes moved by spill saves (all partitions).
         reload_bytes: bytes moved by spill reloads.
         demand: the most bytes per partition of tiles live at once (resident or spilled).
@@ -78,6 +79,7 @@ class SpillPlan:
     before: dict[int, list[SpillOp]] = field(default_factory=dict)
     takes: dict[int, list[tuple[int, tuple[int, ...]]]] = field(default_factory=dict)
     saved_sites: dict[str, int] = field(default_factory=dict)
+    reloaded_sites: dict[str, int] = field(default_factory=dict)
     save_bytes: int = 0
     reload_bytes: int = 0
     demand: int = 0
@@ -158,6 +160,9 @@ def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[in
                 if k in saved:  # (a tile never written has nothing to bring back)
                     plan.before.setdefault(i, []).append(SpillOp(reload_kind, k, holders))
                     plan.reload_bytes += size[k] * decls[k].rows
+                    site = str(decls[k].site) if decls[k].site is not None else decls[k].name
+                    plan.reloaded_sites[site] = (plan.reloaded_sites.get(site, 0)
+                                                 + size[k] * decls[k].rows)
                     holders = ()
             else:
                 heapq.heappush(ends, (last[k], k))

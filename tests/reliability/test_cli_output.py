@@ -70,7 +70,7 @@ def test_profile_out_writes_every_file_and_no_temporary(tmp_path, capsys):
     assert cli.main(["profile", KERNEL, "--out", str(tmp_path), "--timing-only"]) == 0
     folder, = [p for p in tmp_path.iterdir() if p.is_dir()]
     assert sorted(p.name for p in folder.iterdir()) == [
-        "events.csv", "summary.json", "summary.txt", "timeline.png", "trace.json"]
+        "events.csv", "parquet", "summary.json", "summary.txt", "timeline.png", "trace.json"]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
