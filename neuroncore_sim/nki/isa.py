@@ -9,6 +9,8 @@ implementation's error (an ``UnsupportedError`` that is also an ``AttributeError
 
 from typing import Any as _Any
 
+from ..errors import UnsupportedAttributeError as _UnsupportedAttributeError
+from ..errors import UnsupportedError as _UnsupportedError
 from ..frontend import isa as _impl
 
 #: Names of the implementation module that are not part of NKI's nki.isa.
@@ -27,7 +29,12 @@ globals().update({_n: getattr(_impl, _n) for _n in __all__})
 def __getattr__(name: str) -> _Any:
     if name in _IMPLEMENTATION:
         raise AttributeError(f"module 'nki.isa' has no attribute {name!r}")
-    return getattr(_impl, name)  # not implemented yet / v3-only / unknown: the impl's error
+    try:
+        return getattr(_impl, name)
+    except _UnsupportedError as e:  # not implemented yet / v3-only / unknown: the impl's error
+        if isinstance(e, AttributeError):  # (at the kernel line), as an AttributeError so that
+            raise  # hasattr(nisa, name) and getattr(nisa, name, default) answer
+        raise _UnsupportedAttributeError(e.message, e.loc) from None
 
 
 def __dir__() -> list[str]:

@@ -41,3 +41,13 @@ def test_a_kernel_using_it_gets_the_error_at_its_line() -> None:
                                       "not supported by neuroncore_sim")
     res = ncs.simulate(uses_nki_names, x, timing=False)
     np.testing.assert_allclose(res.outputs[0], np.exp(x))
+
+
+def test_nisa_missing_and_v3_names_are_also_attribute_errors() -> None:
+    import neuroncore_sim.nki.isa as nisa
+    from neuroncore_sim.errors import UnsupportedError
+    assert not hasattr(nisa, "no_such_instruction")
+    assert getattr(nisa, "topk", None) is None  # NeuronCore-v3 only
+    with pytest.raises(UnsupportedError, match="nisa.topk is not available on NeuronCore-v2"):
+        nisa.topk
+    assert "np" not in dir(nisa) and "nc_matmul" in dir(nisa)
