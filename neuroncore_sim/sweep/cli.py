@@ -85,7 +85,11 @@ def parse_params(specs: list[str]) -> dict[str, list[Any]]:
             raise UsageError(f"--param: expected NAME=V1,V2,..., found {spec!r}")
         if name in params:
             raise UsageError(f"--param {name}: given twice; list all its values in one --param")
-        params[name] = [_value(v.strip()) for v in values.split(",")]
+        items = [v.strip() for v in values.split(",")]
+        if "" in items:  # `n=1,,2` or `n=1,`: a typo, not an empty-string point
+            raise UsageError(f"--param {name}: expected values separated by single commas, "
+                             f"found an empty value in {values!r}")
+        params[name] = [_value(v) for v in items]
     if not params:
         raise UsageError("sweep: expected at least one --param NAME=V1,V2,...")
     return params

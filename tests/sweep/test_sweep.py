@@ -395,6 +395,16 @@ def test_cli_param_values_are_parsed() -> None:
                               "config.dma_engines": [8]}
 
 
+@pytest.mark.parametrize("spec", ["n=1,,2", "n=1,", "n=,1"])
+def test_cli_param_with_an_empty_value_is_a_usage_error(spec) -> None:
+    from neuroncore_sim.sweep.cli import parse_params
+    from neuroncore_sim.sweep.kernel_file import UsageError
+
+    with pytest.raises(UsageError, match=r"--param n: expected values separated by single "
+                                         r"commas, found an empty value"):
+        parse_params([spec])
+
+
 def test_cli_ctrl_c_says_how_to_resume(tmp_path: Path, scale_file: Path, monkeypatch,
                                        capsys) -> None:
     from neuroncore_sim import cli
