@@ -21,7 +21,8 @@ from . import isa as nisa
 from . import tracer as _tracer
 from .dma import dma_move, load, load_transpose2d, store  # noqa: F401  (nl.load etc.)
 from .indexing import arange, ds, mgrid  # noqa: F401  (nl.arange etc.)
-from .gather import gather_flattened, loop_reduce  # noqa: F401
+from .gather import gather_flattened  # noqa: F401
+from .loop_reduce import loop_reduce  # noqa: F401
 from .indirect import atomic_rmw  # noqa: F401  (nl.atomic_rmw)
 from .iteration import (affine_range, nc, num_programs, program_id,  # noqa: F401  (nl loops,
                         program_ndim, sequential_range, spmd_dim, static_range)  # SPMD grid)
@@ -255,8 +256,15 @@ def assign(target: NkiTensor, value: Any) -> None:
         raise tr.fail(MemorySpaceError, f"assignment of a GpSimd {op.opcode.value} result: "
                       f"GpSimd cannot access PSUM; expected an SBUF destination, found psum "
                       f"tile {target.tensor.name}")
-    if (op is not None and _can_write(op.engine, target.space)
-            and (value.shape == target.shape or same_layout(value.shape, target.shape))):
+    fits = op is not None and (_can_write(op.engine, target.space) and (
+        value.shape == target.shape or same_layout(value.shape, target.shape)))
+    if op is not None and op.reads_dst is not None and not fits:
+        # nl.loop_reduce: the destination is also an operand, so it must be one VectorE reads
+        raise tr.fail(ShapeError, f"assignment of a {op.opcode.value} that reads its "
+                      f"destination (nl.loop_reduce): expected an SBUF or PSUM region of the "
+                      f"result's shape {list(value.shape)}, found {target.space.value} region "
+                      f"{list(target.shape)}")
+    if fits:
         target = relabel(target, value.shape)  # the instruction's own shape, same elements
         tr.take_pending(value)
         tr.complete(op, checked_access(tr, target.shrink(op.box), "assignment target", "",

@@ -94,6 +94,9 @@ class NkiTensor(TensorSurface):
         """Give a pending result its own fresh tile and record its instruction there."""
         decl = tr.new_tensor(self.space, self.shape, self.dtype, site=op.loc)
         self.retarget(NkiTensor.whole(decl))
+        if op.fresh is not None:  # reads its destination: a fresh tile has nothing to read
+            op.fresh.loops = op.loops
+            op = op.fresh
         tr.complete(op, self.shrink(op.box).access())
 
     def retarget(self, view: NkiTensor) -> None:

@@ -93,6 +93,12 @@ class PendingOp:
     #: the kernel chose the engine (engine=, or an instruction only one engine has); False when
     #: the front end picked it and may add a copy to reach a destination the engine cannot write
     engine_fixed: bool = True
+    #: source role the destination also fills (``nl.loop_reduce``: the destination is the
+    #: left operand of its ``tensor_tensor``); None for ordinary instructions
+    reads_dst: str | None = None
+    #: what to record instead when no destination is given and a fresh tile is allocated (an
+    #: op that reads its destination has nothing to read then)
+    fresh: PendingOp | None = None
 
 
 _ACTIVE: ContextVar[Tracer | None] = ContextVar("neuroncore_sim_tracer", default=None)
@@ -401,7 +407,8 @@ class Tracer:
         merged.update(attrs)
         dsts = {"out": dst}
         dsts.update(op.extra_dsts)
-        return self._append(op.opcode, op.engine, dsts, op.srcs, merged, op.mask, op.loc,
+        srcs = op.srcs if op.reads_dst is None else {op.reads_dst: dst, **op.srcs}
+        return self._append(op.opcode, op.engine, dsts, srcs, merged, op.mask, op.loc,
                             op.loops)
 
     def flush(self) -> None:
