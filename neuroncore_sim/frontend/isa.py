@@ -184,6 +184,9 @@ def nc_transpose(data: Any, *, mask: Any = None, dtype: Any = None,
     else:
         raise _fail(UnsupportedError, f"{what}: engine must be tensor or vector, found {eng.value}")
     out_dtype = _out_dtype(dtype, float32 if space is MemSpace.PSUM else d.dtype)
+    if d.ndim == 2:  # the mask ranges over the input's [P, F] axes (NKI masking docs)
+        return issue(what, Opcode.NC_TRANSPOSE, eng, (f, p), out_dtype, {"data": d}, {},
+                     mask=mask, out_space=space, mask_shape=d.shape, out_axes=(1, 0))
     return issue(what, Opcode.NC_TRANSPOSE, eng, (f, p), out_dtype, {"data": d}, {},
                  mask=mask, out_space=space)
 

@@ -273,6 +273,9 @@ def assign(target: NkiTensor, value: Any) -> None:
         return
     if _same_region(value, target):
         return
+    if op is not None and op.box is not None and value.shape == target.shape:
+        # a masked result copied into place (TensorE into SBUF): only its active box exists
+        value, target = value.shrink(op.box), target.shrink(op.box)
     if target.space is MemSpace.HBM or value.space is MemSpace.HBM:
         dma_move("assignment", target, value, None, None)
         return
