@@ -7,6 +7,7 @@ unmodified. Nothing happens on import of neuroncore_sim itself.
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import types
 
@@ -16,10 +17,15 @@ def install_neuronxcc_alias() -> None:
 
     Idempotent. Afterwards ``from neuronxcc import nki``, ``import neuronxcc.nki.language as
     nl``, ``neuronxcc.nki.isa``, ``neuronxcc.nki.typing`` and ``neuronxcc.nki.compiler``
-    resolve to ``neuroncore_sim.nki`` and its modules.
+    resolve to ``neuroncore_sim.nki`` and its modules, and so do the deeper SDK paths real
+    kernels import (``neuronxcc.nki.language.constants``, ``.isa.constants``, ``.nccl``, the
+    private modules: see ``nki/sdk_paths.py``). When no real ``nki`` package is installed, the
+    newer standalone name ``nki`` (``from nki.language.constants import sizeinbytes``) is
+    registered the same way.
     """
     from . import nki
     from .frontend import compiler, isa, typing
+    from .nki import sdk_paths
     from .nki import language
 
     root = sys.modules.get("neuronxcc")
@@ -30,7 +36,19 @@ def install_neuronxcc_alias() -> None:
         sys.modules["neuronxcc"] = root
     root.nki = nki  # type: ignore[attr-defined]
     sys.modules["neuronxcc.nki"] = nki
-    for name, module in (("language", language), ("isa", isa), ("typing", typing),
-                         ("compiler", compiler)):
-        sys.modules[f"neuronxcc.nki.{name}"] = module
-        setattr(nki, name, module)
+    roots = ["neuronxcc.nki"]
+    if sys.modules.get("nki") is nki or ("nki" not in sys.modules
+                                         and importlib.util.find_spec("nki") is None):
+        # NKI's newer standalone package name (``from nki.language.constants import ...``),
+        # only when no real ``nki`` is installed
+        sys.modules["nki"] = nki
+        roots.append("nki")
+    paths: dict[str, types.ModuleType] = {"language": language, "isa": isa, "typing": typing,
+                                          "compiler": compiler}
+    paths.update(sdk_paths.modules(language, isa))
+    for prefix in roots:
+        for path, module in paths.items():
+            sys.modules[f"{prefix}.{path}"] = module
+            parent, _, leaf = path.rpartition(".")
+            setattr(paths[parent] if parent else nki, leaf, module)
+    sdk_paths.install_finder(tuple(roots))
