@@ -89,7 +89,7 @@ CYCLES_TO_BREAK: frozenset[frozenset[str]] = frozenset({
     frozenset({"frontend.broadcast", "frontend.compiler", "frontend.dma", "frontend.dynamic",
                "frontend.gather", "frontend.index_split", "frontend.indexing",
                "frontend.indirect", "frontend.isa", "frontend.isa_dma", "frontend.isa_select",
-               "frontend.language", "frontend.loop_reduce",
+               "frontend.language", "frontend.loop_reduce", "frontend.mask_view",
                "frontend.nlmath", "frontend.operands", "frontend.rng", "frontend.tensor",
                "frontend.tensor_surface"}),
 })

@@ -72,6 +72,10 @@ def indirect_view(t: NkiTensor, key: tuple[Any, ...]) -> IndirectView:
     if is_float(idx.dtype):
         raise tr.fail(DTypeError, f"indirect index tile: expected an integer dtype, found "
                       f"{dtype_name(idx.dtype)}")
+    if idx.ndim == 0:  # t[e[0, 0], ...]: one runtime offset for the whole access
+        raise tr.fail(UnsupportedError, "indirect indexing by a single SBUF element (a runtime "
+                      "offset of an HBM DMA, t[idx[0, 0], ...]) is not supported yet; expected "
+                      "an index tile [P, 1] of row numbers, one per partition")
     if idx.ndim not in (1, 2) or (idx.ndim == 2 and idx.shape[1] != 1):
         raise tr.fail(ShapeError, f"indirect index tile: expected shape [P, 1] (one row number "
                       f"per partition), found {list(idx.shape)}")
@@ -97,7 +101,8 @@ def indirect_view(t: NkiTensor, key: tuple[Any, ...]) -> IndirectView:
     return IndirectView(table, idx)
 
 
-def _oob(oob_mode: Any, tr: _tracer.Tracer) -> str:
+def oob_name(oob_mode: Any, tr: _tracer.Tracer) -> str:
+    """"error" / "skip" for an ``nisa.oob_mode`` (None: error), else a KernelError."""
     value = getattr(oob_mode, "value", oob_mode) if oob_mode is not None else 0
     if value not in OOB_MODES:
         raise tr.fail(KernelError, f"oob_mode: expected nisa.oob_mode.error or "
@@ -158,7 +163,7 @@ def dma_indirect(what: str, dst: Any, src: Any, mask: Any, rmw: str | None,
                  oob_mode: Any = None) -> None:
     """A DMA where ``dst`` or ``src`` (not both) is an :class:`IndirectView`."""
     tr = _tracer.current(what)
-    oob = _oob(oob_mode, tr)
+    oob = oob_name(oob_mode, tr)
     if isinstance(dst, IndirectView) and isinstance(src, IndirectView):
         raise tr.fail(UnsupportedError, f"{what}: at most one side of a DMA can be indirect")
     if rmw is not None and oob != "error":
