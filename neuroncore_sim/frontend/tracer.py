@@ -38,6 +38,7 @@ from ..errors import InputWriteWarning, SimulatorError, SimulatorWarning, Unsupp
 from ..program.ir import (Access, Engine, Instruction, MemSpace, Opcode, Placement, Predicate,
                           Program, SourceLoc, TensorDecl)
 from .loopcheck import loop_carried_reads
+from .once_traced import entry_indices, restore_indices
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 #: ``Tracer.on_record`` is called once per this many recorded instructions.
@@ -130,6 +131,15 @@ def _api_name() -> str | None:
     return name
 
 
+def _loop_frame() -> tuple[object, dict]:
+    """The kernel frame running a traced-once loop (the caller of its first ``next``) and its
+    index bindings at the loop's start (``once_traced.py``)."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_PKG_DIR):
+        frame = frame.f_back  # type: ignore[assignment]
+    return frame, entry_indices(frame)
+
+
 def active_or_none() -> Tracer | None:
     """The active tracer, or None outside a kernel."""
     return _ACTIVE.get()
@@ -220,10 +230,13 @@ class Tracer:
         loc = self.user_loc()
         self.program.loops.append(loc)
         outer, traced = self.loops, self.traced_loops
+        frame, entry = _loop_frame()
         try:
             for k, value in enumerate(iterations):
                 self.loops = outer + ((loop_id, k),)
                 self.traced_loops = traced + ((loc, k),)
+                if k:
+                    restore_indices(frame, entry)
                 yield value
         finally:
             self.loops = outer  # also on break / exceptions (the generator is closed)
@@ -234,9 +247,12 @@ class Tracer:
         :meth:`traced_iteration`)."""
         loc = self.user_loc()
         traced = self.traced_loops
+        frame, entry = _loop_frame()
         try:
             for k, value in enumerate(iterations):
                 self.traced_loops = traced + ((loc, k),)
+                if k:
+                    restore_indices(frame, entry)
                 yield value
         finally:
             self.traced_loops = traced
