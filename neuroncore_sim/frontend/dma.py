@@ -14,6 +14,7 @@ from ..dtypes import to_dtype
 from ..errors import KernelError, MemorySpaceError, ShapeError
 from ..program.ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
+from .hbm_offset import offset_sources
 from .indirect import IndirectView, dma_indirect, gather, oob_name
 from .operands import issue, issue_into
 from .tensor import NkiTensor
@@ -65,8 +66,9 @@ def load(src: Any, *, mask: Any = None, dtype: Any = None, name: str | None = No
                       f"at most {tr.config.num_partitions}, found {shape[0]}")
     view = src if src.ndim >= 2 else src[:, None] if src.ndim else src[None, None]
     out_dtype = to_dtype(dtype, f"{what} dtype") if dtype is not None else src.dtype
-    return issue(what, Opcode.DMA_COPY, Engine.DMA, shape, out_dtype, {"src": view},
-                 {"dst_rmw_op": None}, mask=mask, spaces=_DMA_SPACES)
+    return issue(what, Opcode.DMA_COPY, Engine.DMA, shape, out_dtype,
+                 {"src": view, **offset_sources(src)}, {"dst_rmw_op": None}, mask=mask,
+                 spaces=_DMA_SPACES)
 
 
 def load_transpose2d(src: Any, *, mask: Any = None, dtype: Any = None,
@@ -123,6 +125,7 @@ def store(dst: Any, value: Any, *, mask: Any = None, name: str | None = None,
     if not isinstance(dst, NkiTensor) or dst.space is not MemSpace.HBM:
         found = dst.space.value if isinstance(dst, NkiTensor) else type(dst).__name__
         raise tr.fail(MemorySpaceError, f"{what} dst: expected a tensor in hbm, found {found}")
+    extra = offset_sources(dst)
     if dst.ndim == 0:  # one element (out[i, j]): a [1, 1] region
         dst = dst[None, None]
     if not isinstance(value, NkiTensor):
@@ -131,11 +134,13 @@ def store(dst: Any, value: Any, *, mask: Any = None, name: str | None = None,
     if value.space is MemSpace.PSUM:
         from .isa import tensor_copy
         value = tensor_copy(value)
-    dma_move(what, dst, value, mask, None)
+    dma_move(what, dst, value, mask, None, extra)
 
 
-def dma_move(what: str, dst: NkiTensor, src: NkiTensor, mask: Any, rmw: str | None) -> None:
-    """One DMA from ``src`` to ``dst`` (same element count; size-1 axes may differ)."""
+def dma_move(what: str, dst: NkiTensor, src: NkiTensor, mask: Any, rmw: str | None,
+             extra: dict[str, NkiTensor] | None = None) -> None:
+    """One DMA from ``src`` to ``dst`` (same element count; size-1 axes may differ);
+    ``extra`` are further sources it waits for (a runtime offset: hbm_offset.py)."""
     tr = _tracer.current(what)
     for t, role in ((dst, "dst"), (src, "src")):
         if t.space not in _DMA_SPACES:
@@ -151,5 +156,5 @@ def dma_move(what: str, dst: NkiTensor, src: NkiTensor, mask: Any, rmw: str | No
                           f"found {list(src.shape)} and {list(dst.shape)}")
     if dst.decl is not None:
         tr.note_write(dst.decl)
-    issue_into(what, Opcode.DMA_COPY, Engine.DMA, dst, {"src": src}, {"dst_rmw_op": rmw},
-               mask=mask, dst_spaces=_DMA_SPACES, src_spaces=_DMA_SPACES)
+    issue_into(what, Opcode.DMA_COPY, Engine.DMA, dst, {"src": src, **(extra or {})},
+               {"dst_rmw_op": rmw}, mask=mask, dst_spaces=_DMA_SPACES, src_spaces=_DMA_SPACES)

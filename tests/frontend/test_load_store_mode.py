@@ -52,14 +52,3 @@ def test_unknown_load_keyword_or_mode_is_a_kernel_error():
     expect_error(KernelError, r"oob_mode: expected nisa.oob_mode.error or nisa.oob_mode.skip, "
                  r"found 'wrap'", bad_mode, np.zeros((4, 4), F32))
 
-
-def test_a_single_element_index_on_hbm_is_refused_clearly():
-    from neuroncore_sim.errors import UnsupportedError
-
-    def kernel(table, e):
-        e_tile = nl.load(e)
-        nl.load(table[e_tile[0, 0], nl.arange(8)[:, None], nl.arange(4)[None, :]])  # BAD
-
-    expect_error(UnsupportedError, r"indirect indexing by a single SBUF element \(a runtime "
-                 r"offset of an HBM DMA", kernel, np.zeros((2, 8, 4), F32),
-                 np.zeros((1, 1), np.int32))
