@@ -131,6 +131,8 @@ def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = Fal
     # (docs/frontend.md "PSUM accumulation groups")
     st = tensor_copy(st) if st.space is MemSpace.PSUM else st
     mv = tensor_copy(mv) if mv.space is MemSpace.PSUM else mv
+    if len(mv.shape) > 2:  # several free axes: one, flattened (as nc_transpose collapses them)
+        mv = mv.reshape((mv.shape[0], int(np.prod(mv.shape[1:]))))
     for t, role in ((st, "stationary"), (mv, "moving")):
         if t.space is not MemSpace.SBUF:
             raise _fail(MemorySpaceError, f"{what} {role}: expected a tile in sbuf, found "

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
-from ..errors import CapacityError, KernelError, MemorySpaceError, ShapeError, UnsupportedError
+from ..errors import (CapacityError, KernelError, MemorySpaceError, ShapeError, SimulatorError,
+                      UnsupportedError)
 from ..program.ir import Engine, MemSpace, Opcode
 from . import isa as nisa
 from . import tracer as _tracer
@@ -301,6 +302,19 @@ _WRITABLE = {Engine.TENSOR: (MemSpace.PSUM,), Engine.GPSIMD: (MemSpace.SBUF,),
              Engine.DMA: (MemSpace.SBUF, MemSpace.HBM)}
 
 
+def _merged_free(target: NkiTensor, shape: tuple[int, ...]) -> NkiTensor:
+    """``target`` as a 2-D ``shape`` [P, N] when its free axes hold N elements that a no-copy
+    reshape can merge (an nc_matmul result with a flattened multi-axis moving tile), else
+    ``target`` itself."""
+    if (len(shape) != 2 or target.ndim <= 2 or target.shape[0] != shape[0]
+            or math.prod(target.shape[1:]) != shape[1]):
+        return target
+    try:
+        return target.reshape(shape)
+    except SimulatorError:
+        return target
+
+
 def _can_write(engine: Engine, space: MemSpace) -> bool:
     return space in _WRITABLE.get(engine, (MemSpace.SBUF, MemSpace.PSUM))
 
@@ -311,6 +325,11 @@ def accumulate(target: NkiTensor, value: Any, op: str) -> NkiTensor:
     if isinstance(value, NkiTensor) and value.decl is not None and value.decl in dropped(tr):
         return target  # `acc += instr(..., mask=False)`: the instruction was dropped
     pending = tr.pending
+    slot = target  # (returned: `t[i] += x` stores back the very view it got)
+    if (op == "add" and pending is not None and pending.result is value
+            and pending.opcode is Opcode.NC_MATMUL and target.space is MemSpace.PSUM
+            and value.shape != target.shape):
+        target = _merged_free(target, value.shape)  # a [M, a, b] slot for a [M, a*b] result
     if (op == "add" and pending is not None and pending.result is value
             and pending.opcode is Opcode.NC_MATMUL and target.space is MemSpace.PSUM
             and value.shape == target.shape):
@@ -319,7 +338,7 @@ def accumulate(target: NkiTensor, value: Any, op: str) -> NkiTensor:
         tr.complete(pending, checked_access(tr, dst, "matmul accumulation target", "", ON_CHIP,
                                             pending.engine), accumulate=True)
         value.retarget(target)
-        return target
+        return slot
     assign(target, binary(op, target, value, target.dtype))
     return target
 
