@@ -6,11 +6,14 @@ to op". The destination is whatever the call's result is assigned to, which a Py
 cannot see, so it is read from the calling kernel line's bytecode (the instructions after the
 call, as ``mask_bool.py`` reads short-circuits):
 
-- ``t[idx] = nl.loop_reduce(x, ...)`` (a subscript store): the result is a pending instruction
-  (see ``tracer.py``) that, assigned into ``t[idx]``, becomes one VectorE ``tensor_tensor``
-  reading and writing that region: ``t[idx] = op(t[idx], x)`` on every iteration. Each
+- ``t[idx] = nl.loop_reduce(x, ...)`` (a subscript store): on the first iteration (every loop
+  index 0) ``x`` is copied into ``t[idx]``, which starts the reduction without reading the slot
+  (AWS's MoE backward reduces into an uninitialised ``nl.ndarray``); on later ones the result
+  is a pending instruction (see ``tracer.py``) that, assigned into ``t[idx]``, becomes one
+  VectorE ``tensor_tensor`` reading and writing that region: ``t[idx] = op(t[idx], x)``. Each
   destination keeps its own sum, however the loops are nested (a flash-attention backward
-  accumulates ``dq[i_q] = loop_reduce(..., [i_k])`` over an outer ``i_k`` loop).
+  accumulates ``dq[i_q] = loop_reduce(..., [i_k])`` over an outer ``i_k`` loop, and a causal
+  one skips some slots' first iterations: they accumulate onto the slots' ``nl.zeros``).
 - ``b = nl.loop_reduce(x, ...)`` with ``b`` already naming a tile of ``x``'s shape (the docs'
   ``b = nl.zeros(...)`` before the loop, or the previous iteration's result): the same
   ``tensor_tensor`` into ``b``. Exception: on the first iteration (every loop index 0) a ``b``
@@ -106,8 +109,10 @@ def loop_reduce(x: Any, op: Any, loop_indices: Any, *, dtype: Any = None, mask: 
     frame = _kernel_frame()
     kind, var = result_target(frame) if frame is not None else ("other", None)
     if kind == "subscript":
-        # the pending op reads the region it is assigned into; alone it is a plain copy
         copied = _copy(x, out_dtype, mask)
+        if first:  # the reduction starts: x goes into the slot (which may be uninitialised)
+            return copied
+        # later iterations: the pending op reads the region it is assigned into
         fresh = tr.take_pending(copied)
         result = issue(what, Opcode.TENSOR_TENSOR, Engine.VECTOR, x.shape, out_dtype,
                        {"data2": x}, {"op": name}, mask=mask)
