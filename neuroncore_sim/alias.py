@@ -7,31 +7,9 @@ unmodified. Nothing happens on import of neuroncore_sim itself.
 
 from __future__ import annotations
 
-import importlib.abc
+import importlib.util
 import sys
 import types
-
-from .errors import UnsupportedError
-
-
-class NewerNkiApiError(UnsupportedError, ModuleNotFoundError):
-    """``import nki``: the newer NKI API (Neuron 2.27+), which this simulator does not run."""
-
-
-class _NewerNkiFinder(importlib.abc.MetaPathFinder):
-    """Last on ``sys.meta_path``: reached only when no installed package provides ``nki``; says
-    what that import is instead of a bare ModuleNotFoundError."""
-
-    def find_spec(self, fullname: str, path: object, target: object = None) -> None:
-        if fullname == "nki" or fullname.startswith("nki."):
-            err = NewerNkiApiError(
-                f"import {fullname}: this is the newer NKI API (`import nki`, Neuron 2.27+, "
-                "instructions that take their destination first); neuroncore_sim runs the "
-                "neuronxcc.nki API of NeuronCore-v2: `from neuronxcc import nki`, "
-                "`import neuronxcc.nki.language as nl`, `import neuronxcc.nki.isa as nisa`")
-            err.name = fullname
-            raise err
-        return None
 
 
 def install_neuronxcc_alias() -> None:
@@ -39,15 +17,17 @@ def install_neuronxcc_alias() -> None:
 
     Idempotent. Afterwards ``from neuronxcc import nki``, ``import neuronxcc.nki.language as
     nl``, ``neuronxcc.nki.isa``, ``neuronxcc.nki.typing`` and ``neuronxcc.nki.compiler``
-    resolve to ``neuroncore_sim.nki`` and its modules. ``import nki`` (the newer NKI API),
-    when no installed package provides it, raises :class:`NewerNkiApiError` saying so.
+    resolve to ``neuroncore_sim.nki`` and its modules, and so do the deeper SDK paths real
+    kernels import (``neuronxcc.nki.language.constants``, ``.isa.constants``, ``.nccl``, the
+    private modules: see ``nki/sdk_paths.py``). When no real ``nki`` package is installed, the
+    newer standalone name ``nki`` (``from nki.language.constants import sizeinbytes``) is
+    registered the same way (a kernel written for the newer destination-first API then gets a
+    KernelError saying so at its first such call).
     """
     from . import nki
     from .frontend import typing
-    from .nki import compiler, isa, language
+    from .nki import compiler, isa, language, sdk_paths
 
-    if not any(isinstance(f, _NewerNkiFinder) for f in sys.meta_path):
-        sys.meta_path.append(_NewerNkiFinder())
     root = sys.modules.get("neuronxcc")
     if root is None or not getattr(root, "__neuroncore_sim_alias__", False):
         root = types.ModuleType("neuronxcc", "Alias of neuroncore_sim (NeuronCore-v2 simulator)")
@@ -56,7 +36,19 @@ def install_neuronxcc_alias() -> None:
         sys.modules["neuronxcc"] = root
     root.nki = nki  # type: ignore[attr-defined]
     sys.modules["neuronxcc.nki"] = nki
-    for name, module in (("language", language), ("isa", isa), ("typing", typing),
-                         ("compiler", compiler)):
-        sys.modules[f"neuronxcc.nki.{name}"] = module
-        setattr(nki, name, module)
+    roots = ["neuronxcc.nki"]
+    if sys.modules.get("nki") is nki or ("nki" not in sys.modules
+                                         and importlib.util.find_spec("nki") is None):
+        # NKI's newer standalone package name (``from nki.language.constants import ...``),
+        # only when no real ``nki`` is installed
+        sys.modules["nki"] = nki
+        roots.append("nki")
+    paths: dict[str, types.ModuleType] = {"language": language, "isa": isa, "typing": typing,
+                                          "compiler": compiler}
+    paths.update(sdk_paths.modules(language, isa))
+    for prefix in roots:
+        for path, module in paths.items():
+            sys.modules[f"{prefix}.{path}"] = module
+            parent, _, leaf = path.rpartition(".")
+            setattr(paths[parent] if parent else nki, leaf, module)
+    sdk_paths.install_finder(tuple(roots))

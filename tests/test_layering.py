@@ -87,9 +87,9 @@ CYCLES_TO_BREAK: frozenset[frozenset[str]] = frozenset({
     # no allocation module: dma, indirect, nlmath, compiler reach up to language for ndarray;
     # isa.py is both an instruction module and the facade of its siblings.
     frozenset({"frontend.broadcast", "frontend.compiler", "frontend.dma", "frontend.dynamic",
-               "frontend.gather", "frontend.index_split", "frontend.indexing",
+               "frontend.gather", "frontend.hbm_offset", "frontend.index_split", "frontend.indexing",
                "frontend.indirect", "frontend.isa", "frontend.isa_dma", "frontend.isa_select",
-               "frontend.language",
+               "frontend.language", "frontend.loop_reduce", "frontend.mask_view",
                "frontend.nlmath", "frontend.operands", "frontend.rng", "frontend.tensor",
                "frontend.tensor_surface"}),
 })

@@ -14,7 +14,8 @@ from ..dtypes import to_dtype
 from ..errors import KernelError, MemorySpaceError, ShapeError
 from ..program.ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
-from .indirect import IndirectView, dma_indirect, gather
+from .hbm_offset import offset_sources
+from .indirect import IndirectView, dma_indirect, gather, oob_name
 from .operands import issue, issue_into
 from .tensor import NkiTensor
 
@@ -25,12 +26,31 @@ def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(n for n in shape if n != 1)
 
 
-def load(src: Any, *, mask: Any = None, dtype: Any = None, name: str | None = None) -> NkiTensor:
-    """Load an HBM region into a new SBUF tile (its first axis becomes the partition dim)."""
+def _extra_keywords(tr: _tracer.Tracer, what: str, extra: dict[str, Any],
+                    takes: str) -> None:
+    """NKI declares nl.load / nl.store with **kwargs; a keyword we do not know is an error at
+    the kernel line naming the ones taken (never Python's TypeError)."""
+    if extra:
+        raise tr.fail(KernelError, f"nl.{what}: unexpected keyword(s) {sorted(extra)}; "
+                      f"expected only {takes}")
+
+
+def load(src: Any, *, mask: Any = None, dtype: Any = None, name: str | None = None,
+         mode: Any = None, **extra: Any) -> NkiTensor:
+    """Load an HBM region into a new SBUF tile (its first axis becomes the partition dim).
+    ``mode=nisa.oob_mode.skip`` on an indirect load (``t[idx_tile, ...]``) skips the rows whose
+    index is out of bounds (they stay unwritten), as ``nisa.dma_copy(oob_mode=...)``."""
     what = "load"
     tr = _tracer.current(what)
+    _extra_keywords(tr, what, extra, "mask, dtype, name, mode")
+    oob = oob_name(mode, tr)
     if isinstance(src, IndirectView):
-        return gather(what, src, dtype, mask)
+        if oob == "error":
+            return gather(what, src, dtype, mask)
+        from .language import ndarray
+        dst = ndarray(src.shape, dtype if dtype is not None else src.dtype)  # (SBUF)
+        dma_indirect(what, dst, src, mask, None, mode)
+        return dst
     if not isinstance(src, NkiTensor):
         hint = (" (numpy arrays passed to the kernel become HBM tensors; a list stays a list)"
                 if isinstance(src, (list, tuple)) else "")
@@ -46,8 +66,9 @@ def load(src: Any, *, mask: Any = None, dtype: Any = None, name: str | None = No
                       f"at most {tr.config.num_partitions}, found {shape[0]}")
     view = src if src.ndim >= 2 else src[:, None] if src.ndim else src[None, None]
     out_dtype = to_dtype(dtype, f"{what} dtype") if dtype is not None else src.dtype
-    return issue(what, Opcode.DMA_COPY, Engine.DMA, shape, out_dtype, {"src": view},
-                 {"dst_rmw_op": None}, mask=mask, spaces=_DMA_SPACES)
+    return issue(what, Opcode.DMA_COPY, Engine.DMA, shape, out_dtype,
+                 {"src": view, **offset_sources(src)}, {"dst_rmw_op": None}, mask=mask,
+                 spaces=_DMA_SPACES)
 
 
 def load_transpose2d(src: Any, *, mask: Any = None, dtype: Any = None,
@@ -87,19 +108,24 @@ def _dma_transpose(what: str, src: NkiTensor, axes: Any, mask: Any, dtype: Any,
                  {"axes": axes}, spaces=_DMA_SPACES)
 
 
-def store(dst: Any, value: Any, *, mask: Any = None, name: str | None = None) -> None:
-    """Store a tile into an HBM region (PSUM tiles are first copied to SBUF)."""
+def store(dst: Any, value: Any, *, mask: Any = None, name: str | None = None,
+          mode: Any = None, **extra: Any) -> None:
+    """Store a tile into an HBM region (PSUM tiles are first copied to SBUF); ``mode=`` is the
+    out-of-bounds mode of an indirect store (``nisa.oob_mode``)."""
     what = "store"
     tr = _tracer.current(what)
+    _extra_keywords(tr, what, extra, "mask, name, mode")
+    oob_name(mode, tr)
     if isinstance(dst, IndirectView):
         if not isinstance(value, NkiTensor):
             from . import language as nl
             value = nl.full(dst.shape, value, dst.dtype)
-        dma_indirect(what, dst, value, mask, None)
+        dma_indirect(what, dst, value, mask, None, mode)
         return
     if not isinstance(dst, NkiTensor) or dst.space is not MemSpace.HBM:
         found = dst.space.value if isinstance(dst, NkiTensor) else type(dst).__name__
         raise tr.fail(MemorySpaceError, f"{what} dst: expected a tensor in hbm, found {found}")
+    extra = offset_sources(dst)
     if dst.ndim == 0:  # one element (out[i, j]): a [1, 1] region
         dst = dst[None, None]
     if not isinstance(value, NkiTensor):
@@ -108,11 +134,13 @@ def store(dst: Any, value: Any, *, mask: Any = None, name: str | None = None) ->
     if value.space is MemSpace.PSUM:
         from .isa import tensor_copy
         value = tensor_copy(value)
-    dma_move(what, dst, value, mask, None)
+    dma_move(what, dst, value, mask, None, extra)
 
 
-def dma_move(what: str, dst: NkiTensor, src: NkiTensor, mask: Any, rmw: str | None) -> None:
-    """One DMA from ``src`` to ``dst`` (same element count; size-1 axes may differ)."""
+def dma_move(what: str, dst: NkiTensor, src: NkiTensor, mask: Any, rmw: str | None,
+             extra: dict[str, NkiTensor] | None = None) -> None:
+    """One DMA from ``src`` to ``dst`` (same element count; size-1 axes may differ);
+    ``extra`` are further sources it waits for (a runtime offset: hbm_offset.py)."""
     tr = _tracer.current(what)
     for t, role in ((dst, "dst"), (src, "src")):
         if t.space not in _DMA_SPACES:
@@ -128,5 +156,5 @@ def dma_move(what: str, dst: NkiTensor, src: NkiTensor, mask: Any, rmw: str | No
                           f"found {list(src.shape)} and {list(dst.shape)}")
     if dst.decl is not None:
         tr.note_write(dst.decl)
-    issue_into(what, Opcode.DMA_COPY, Engine.DMA, dst, {"src": src}, {"dst_rmw_op": rmw},
-               mask=mask, dst_spaces=_DMA_SPACES, src_spaces=_DMA_SPACES)
+    issue_into(what, Opcode.DMA_COPY, Engine.DMA, dst, {"src": src, **(extra or {})},
+               {"dst_rmw_op": rmw}, mask=mask, dst_spaces=_DMA_SPACES, src_spaces=_DMA_SPACES)

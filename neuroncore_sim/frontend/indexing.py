@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import AccessError, SimulatorError, UnsupportedError
 from ..program.ir import Affine, Predicate
+from . import once_traced as _once_traced
 
 
 class AttributeAccessError(UnsupportedError, AttributeError):
@@ -406,3 +407,7 @@ def trailing_unit_indices(ndim: int, key: tuple[Any, ...]) -> bool:
                                        for b in (k.start, k.stop)))] == range(1)):
             return False
     return True
+
+
+# loops NKI traces once restore these bindings per iteration (once_traced.py)
+_once_traced.INDEX_TYPES[:] = [IndexExpr, MaskExpr]

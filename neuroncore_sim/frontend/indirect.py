@@ -72,6 +72,9 @@ def indirect_view(t: NkiTensor, key: tuple[Any, ...]) -> IndirectView:
     if is_float(idx.dtype):
         raise tr.fail(DTypeError, f"indirect index tile: expected an integer dtype, found "
                       f"{dtype_name(idx.dtype)}")
+    if idx.ndim == 0:  # t[e[0, 0], ...]: one runtime offset for the whole access
+        from .hbm_offset import runtime_offset_view
+        return runtime_offset_view(t, key)  # type: ignore[return-value]
     if idx.ndim not in (1, 2) or (idx.ndim == 2 and idx.shape[1] != 1):
         raise tr.fail(ShapeError, f"indirect index tile: expected shape [P, 1] (one row number "
                       f"per partition), found {list(idx.shape)}")
@@ -97,12 +100,22 @@ def indirect_view(t: NkiTensor, key: tuple[Any, ...]) -> IndirectView:
     return IndirectView(table, idx)
 
 
-def _oob(oob_mode: Any, tr: _tracer.Tracer) -> str:
+def oob_name(oob_mode: Any, tr: _tracer.Tracer) -> str:
+    """"error" / "skip" for an ``nisa.oob_mode`` (None: error), else a KernelError."""
     value = getattr(oob_mode, "value", oob_mode) if oob_mode is not None else 0
     if value not in OOB_MODES:
         raise tr.fail(KernelError, f"oob_mode: expected nisa.oob_mode.error or "
                       f"nisa.oob_mode.skip, found {oob_mode!r}")
     return OOB_MODES[value]
+
+
+def _fit(view: IndirectView, other: NkiTensor) -> NkiTensor:
+    """``other`` in the indirect view's shape when they name the same elements (a [P] tile
+    for a [P, 1] view, partition-aligned as in assignments), else ``other`` itself."""
+    from .broadcast import relabel, same_layout
+    if other.shape != view.shape and same_layout(other.shape, view.shape):
+        return relabel(other, view.shape)
+    return other
 
 
 def _check(tr: _tracer.Tracer, what: str, view: IndirectView, other: NkiTensor,
@@ -158,7 +171,7 @@ def dma_indirect(what: str, dst: Any, src: Any, mask: Any, rmw: str | None,
                  oob_mode: Any = None) -> None:
     """A DMA where ``dst`` or ``src`` (not both) is an :class:`IndirectView`."""
     tr = _tracer.current(what)
-    oob = _oob(oob_mode, tr)
+    oob = oob_name(oob_mode, tr)
     if isinstance(dst, IndirectView) and isinstance(src, IndirectView):
         raise tr.fail(UnsupportedError, f"{what}: at most one side of a DMA can be indirect")
     if rmw is not None and oob != "error":
@@ -168,6 +181,7 @@ def dma_indirect(what: str, dst: Any, src: Any, mask: Any, rmw: str | None,
     if isinstance(src, IndirectView):
         if rmw is not None:
             raise tr.fail(UnsupportedError, f"{what}: dst_rmw_op needs an indirect dst")
+        dst = _fit(src, dst)
         _check(tr, what, src, dst, mask)
         srcs = {"src": src.table, "index": src.index}
         if oob == "skip":  # rows with an out-of-bounds index keep the destination's values
@@ -180,6 +194,7 @@ def dma_indirect(what: str, dst: Any, src: Any, mask: Any, rmw: str | None,
     if src.space is MemSpace.PSUM:
         from .isa import tensor_copy
         src = tensor_copy(src)
+    src = _fit(dst, src)
     _check(tr, what, dst, src, mask)
     srcs = {"src": src, "index": dst.index}
     if rmw is None:  # a scatter keeps the rows it does not write

@@ -131,6 +131,8 @@ def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = Fal
     # (docs/frontend.md "PSUM accumulation groups")
     st = tensor_copy(st) if st.space is MemSpace.PSUM else st
     mv = tensor_copy(mv) if mv.space is MemSpace.PSUM else mv
+    if len(mv.shape) > 2:  # several free axes: one, flattened (as nc_transpose collapses them)
+        mv = mv.reshape((mv.shape[0], int(np.prod(mv.shape[1:]))))
     for t, role in ((st, "stationary"), (mv, "moving")):
         if t.space is not MemSpace.SBUF:
             raise _fail(MemorySpaceError, f"{what} {role}: expected a tile in sbuf, found "
@@ -184,6 +186,9 @@ def nc_transpose(data: Any, *, mask: Any = None, dtype: Any = None,
     else:
         raise _fail(UnsupportedError, f"{what}: engine must be tensor or vector, found {eng.value}")
     out_dtype = _out_dtype(dtype, float32 if space is MemSpace.PSUM else d.dtype)
+    if d.ndim == 2:  # the mask ranges over the input's [P, F] axes (NKI masking docs)
+        return issue(what, Opcode.NC_TRANSPOSE, eng, (f, p), out_dtype, {"data": d}, {},
+                     mask=mask, out_space=space, mask_shape=d.shape, out_axes=(1, 0))
     return issue(what, Opcode.NC_TRANSPOSE, eng, (f, p), out_dtype, {"data": d}, {},
                  mask=mask, out_space=space)
 

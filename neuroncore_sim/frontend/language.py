@@ -15,13 +15,15 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
-from ..errors import CapacityError, KernelError, MemorySpaceError, ShapeError, UnsupportedError
+from ..errors import (CapacityError, KernelError, MemorySpaceError, ShapeError, SimulatorError,
+                      UnsupportedError)
 from ..program.ir import Engine, MemSpace, Opcode
 from . import isa as nisa
 from . import tracer as _tracer
 from .dma import dma_move, load, load_transpose2d, store  # noqa: F401  (nl.load etc.)
 from .indexing import arange, ds, mgrid  # noqa: F401  (nl.arange etc.)
-from .gather import gather_flattened, loop_reduce  # noqa: F401
+from .gather import gather_flattened  # noqa: F401
+from .loop_reduce import loop_reduce  # noqa: F401
 from .indirect import atomic_rmw  # noqa: F401  (nl.atomic_rmw)
 from .iteration import (affine_range, nc, num_programs, program_id,  # noqa: F401  (nl loops,
                         program_ndim, sequential_range, spmd_dim, static_range)  # SPMD grid)
@@ -273,8 +275,15 @@ def assign(target: NkiTensor, value: Any) -> None:
         raise tr.fail(MemorySpaceError, f"assignment of a GpSimd {op.opcode.value} result: "
                       f"GpSimd cannot access PSUM; expected an SBUF destination, found psum "
                       f"tile {target.tensor.name}")
-    if (op is not None and _can_write(op.engine, target.space)
-            and (value.shape == target.shape or same_layout(value.shape, target.shape))):
+    fits = op is not None and (_can_write(op.engine, target.space) and (
+        value.shape == target.shape or same_layout(value.shape, target.shape)))
+    if op is not None and op.reads_dst is not None and not fits:
+        # nl.loop_reduce: the destination is also an operand, so it must be one VectorE reads
+        raise tr.fail(ShapeError, f"assignment of a {op.opcode.value} that reads its "
+                      f"destination (nl.loop_reduce): expected an SBUF or PSUM region of the "
+                      f"result's shape {list(value.shape)}, found {target.space.value} region "
+                      f"{list(target.shape)}")
+    if fits:
         target = relabel(target, value.shape)  # the instruction's own shape, same elements
         tr.take_pending(value)
         tr.complete(op, checked_access(tr, target.shrink(op.box), "assignment target", "",
@@ -283,6 +292,9 @@ def assign(target: NkiTensor, value: Any) -> None:
         return
     if _same_region(value, target):
         return
+    if op is not None and op.box is not None and value.shape == target.shape:
+        # a masked result copied into place (TensorE into SBUF): only its active box exists
+        value, target = value.shrink(op.box), target.shrink(op.box)
     if target.space is MemSpace.HBM or value.space is MemSpace.HBM:
         dma_move("assignment", target, value, None, None)
         return
@@ -308,6 +320,19 @@ _WRITABLE = {Engine.TENSOR: (MemSpace.PSUM,), Engine.GPSIMD: (MemSpace.SBUF,),
              Engine.DMA: (MemSpace.SBUF, MemSpace.HBM)}
 
 
+def _merged_free(target: NkiTensor, shape: tuple[int, ...]) -> NkiTensor:
+    """``target`` as a 2-D ``shape`` [P, N] when its free axes hold N elements that a no-copy
+    reshape can merge (an nc_matmul result with a flattened multi-axis moving tile), else
+    ``target`` itself."""
+    if (len(shape) != 2 or target.ndim <= 2 or target.shape[0] != shape[0]
+            or math.prod(target.shape[1:]) != shape[1]):
+        return target
+    try:
+        return target.reshape(shape)
+    except SimulatorError:
+        return target
+
+
 def _can_write(engine: Engine, space: MemSpace) -> bool:
     return space in _WRITABLE.get(engine, (MemSpace.SBUF, MemSpace.PSUM))
 
@@ -318,6 +343,11 @@ def accumulate(target: NkiTensor, value: Any, op: str) -> NkiTensor:
     if isinstance(value, NkiTensor) and value.decl is not None and value.decl in dropped(tr):
         return target  # `acc += instr(..., mask=False)`: the instruction was dropped
     pending = tr.pending
+    slot = target  # (returned: `t[i] += x` stores back the very view it got)
+    if (op == "add" and pending is not None and pending.result is value
+            and pending.opcode is Opcode.NC_MATMUL and target.space is MemSpace.PSUM
+            and value.shape != target.shape):
+        target = _merged_free(target, value.shape)  # a [M, a, b] slot for a [M, a*b] result
     if (op == "add" and pending is not None and pending.result is value
             and pending.opcode is Opcode.NC_MATMUL and target.space is MemSpace.PSUM
             and value.shape == target.shape):
@@ -326,7 +356,7 @@ def accumulate(target: NkiTensor, value: Any, op: str) -> NkiTensor:
         tr.complete(pending, checked_access(tr, dst, "matmul accumulation target", "", ON_CHIP,
                                             pending.engine), accumulate=True)
         value.retarget(target)
-        return target
+        return slot
     assign(target, binary(op, target, value, target.dtype))
     return target
 

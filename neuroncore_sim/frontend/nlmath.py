@@ -389,7 +389,7 @@ def static_cast(x: Any, dtype: Any) -> Any:
     return out[()] if out.ndim == 0 else out
 
 
-def expand_dims(data: Any, axis: int, **_: Any) -> NkiTensor:
+def expand_dims(data: Any, axis: Any, **_: Any) -> NkiTensor:
     """``nl.expand_dims(data, axis)``: ``data.expand_dims(axis)``, a view with a new size-1 axis."""
     if not isinstance(data, NkiTensor):
         raise _tracer.current("expand_dims").fail(

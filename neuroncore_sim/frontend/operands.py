@@ -30,6 +30,10 @@ def op_name(op: Any, what: str, allowed: frozenset[str] | dict[str, Any]) -> str
     else:
         name = getattr(op, "_nki_op", None) or getattr(op, "__name__", None) or repr(op)
     name = ops.ALIASES.get(name, name)
+    if name == "abs" and name not in allowed and "abs_max" in allowed:
+        # nl.abs as a binary ALU operator (op0=nl.abs, operand0=0.0, as AWS's rmsnorm-quant
+        # kernels take |x|): the ALU's absolute-value operator, abs_max(a, b) = max(|a|, |b|)
+        name = "abs_max"
     if name not in allowed:
         raise _tracer.current().fail(
             KernelError, f"{what}: expected one of {sorted(allowed)}, found {name!r}")

@@ -22,7 +22,7 @@ from ..errors import AccessError, SimulatorError, UnsupportedError
 from ..program.ir import Access, MemSpace, TensorDecl
 from . import tracer as _tracer
 from .basic_index import VIEW_CACHE_SIZE, basic_index, view_key, whole_index
-from .indexing import DynamicIndex, IndexExpr, _is_int, trailing_unit_indices
+from .indexing import DynamicIndex, IndexExpr, MaskExpr, _is_int, trailing_unit_indices
 from .index_split import SplitExpr, split_view
 from .tensor_surface import Frame, TensorSurface
 
@@ -94,6 +94,9 @@ class NkiTensor(TensorSurface):
         """Give a pending result its own fresh tile and record its instruction there."""
         decl = tr.new_tensor(self.space, self.shape, self.dtype, site=op.loc)
         self.retarget(NkiTensor.whole(decl))
+        if op.fresh is not None:  # reads its destination: a fresh tile has nothing to read
+            op.fresh.loops = op.loops
+            op = op.fresh
         tr.complete(op, self.shrink(op.box).access())
 
     def retarget(self, view: NkiTensor) -> None:
@@ -282,6 +285,9 @@ class NkiTensor(TensorSurface):
         else:
             key = key if isinstance(key, tuple) else (key,)
             cache_key = view_key(key)
+            if len(key) == 1 and isinstance(key[0], MaskExpr):  # t[mask]: mask_view.py
+                from .mask_view import mask_view
+                return mask_view(self, key[0])
         if cache_key is not None:  # ints and slices: the fast path, cached (views never change)
             views = self._views
             if views is not None:  # a whole view (only those cache)

@@ -201,8 +201,23 @@ class TensorSurface:
                         "(load it first; a conversion runs on a compute engine), found hbm")
         return _nl.copy(self, dtype=dtype)
 
-    def expand_dims(self: NkiTensor, axis: int) -> NkiTensor:
-        """A view with a new axis of size 1 at position ``axis`` (no copy)."""
+    def expand_dims(self: NkiTensor, axis: Any) -> NkiTensor:
+        """A view with a new axis of size 1 at position ``axis`` (no copy); a tuple / list of
+        axes (``nl.expand_dims`` docs) inserts one per position of the result, as numpy's."""
+        if isinstance(axis, (tuple, list)):
+            nd_out = self.ndim + len(axis)
+            try:
+                where = sorted(int(a) + nd_out if a < 0 else int(a) for a in axis)
+            except TypeError:
+                where = None
+            if where is None or len(set(where)) != len(where) or \
+                    not all(0 <= a < nd_out for a in where):
+                raise _fail(ShapeError, f"expand_dims axis: expected distinct ints in "
+                            f"{-nd_out}..{nd_out - 1}, found {axis!r}")
+            out = self
+            for a in where:
+                out = out.expand_dims(a)
+            return out
         nd = self.ndim
         if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) \
                 or not -nd - 1 <= axis <= nd:

@@ -38,6 +38,7 @@ from ..errors import InputWriteWarning, SimulatorError, SimulatorWarning, Unsupp
 from ..program.ir import (Access, Engine, Instruction, MemSpace, Opcode, Placement, Predicate,
                           Program, SourceLoc, TensorDecl)
 from .loopcheck import loop_carried_reads
+from .once_traced import entry_indices, restore_indices
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 #: ``Tracer.on_record`` is called once per this many recorded instructions.
@@ -93,6 +94,12 @@ class PendingOp:
     #: the kernel chose the engine (engine=, or an instruction only one engine has); False when
     #: the front end picked it and may add a copy to reach a destination the engine cannot write
     engine_fixed: bool = True
+    #: source role the destination also fills (``nl.loop_reduce``: the destination is the
+    #: left operand of its ``tensor_tensor``); None for ordinary instructions
+    reads_dst: str | None = None
+    #: what to record instead when no destination is given and a fresh tile is allocated (an
+    #: op that reads its destination has nothing to read then)
+    fresh: PendingOp | None = None
 
 
 _ACTIVE: ContextVar[Tracer | None] = ContextVar("neuroncore_sim_tracer", default=None)
@@ -122,6 +129,15 @@ def _api_name() -> str | None:
         name = frame.f_code.co_name
         frame = frame.f_back  # type: ignore[assignment]
     return name
+
+
+def _loop_frame() -> tuple[object, dict]:
+    """The kernel frame running a traced-once loop (the caller of its first ``next``) and its
+    index bindings at the loop's start (``once_traced.py``)."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_PKG_DIR):
+        frame = frame.f_back  # type: ignore[assignment]
+    return frame, entry_indices(frame)
 
 
 def active_or_none() -> Tracer | None:
@@ -217,10 +233,13 @@ class Tracer:
         loc = self.user_loc()
         self.program.loops.append(loc)
         outer, traced = self.loops, self.traced_loops
+        frame, entry = _loop_frame()
         try:
             for k, value in enumerate(iterations):
                 self.loops = outer + ((loop_id, k),)
                 self.traced_loops = traced + ((loc, k),)
+                if k:
+                    restore_indices(frame, entry)
                 yield value
         finally:
             self.loops = outer  # also on break / exceptions (the generator is closed)
@@ -231,9 +250,12 @@ class Tracer:
         :meth:`traced_iteration`)."""
         loc = self.user_loc()
         traced = self.traced_loops
+        frame, entry = _loop_frame()
         try:
             for k, value in enumerate(iterations):
                 self.traced_loops = traced + ((loc, k),)
+                if k:
+                    restore_indices(frame, entry)
                 yield value
         finally:
             self.traced_loops = traced
@@ -404,7 +426,8 @@ class Tracer:
         merged.update(attrs)
         dsts = {"out": dst}
         dsts.update(op.extra_dsts)
-        return self._append(op.opcode, op.engine, dsts, op.srcs, merged, op.mask, op.loc,
+        srcs = op.srcs if op.reads_dst is None else {op.reads_dst: dst, **op.srcs}
+        return self._append(op.opcode, op.engine, dsts, srcs, merged, op.mask, op.loc,
                             op.loops)
 
     def flush(self) -> None:

@@ -40,3 +40,13 @@ class tensor:  # noqa: N801  (name as in nki.typing)
 
 
 mutable_tensor = tensor
+
+
+def __getattr__(name: str) -> Any:
+    # a name NKI's nki.typing may have that we do not (nt.mutable, a trn2-era marker for
+    # parameters a kernel updates in place): a clear error, never Python's AttributeError
+    if name.startswith("__"):
+        raise AttributeError(name)
+    from ..errors import UnsupportedError, caller_loc
+    raise UnsupportedError(f"nt.{name} is not supported by neuroncore_sim (expected one of "
+                           f"tensor, mutable_tensor of the 2.2x nki.typing reference)", caller_loc())

@@ -1,0 +1,150 @@
+"""The SDK's deeper module paths that real kernels import, for the ``neuronxcc`` alias.
+
+Kernels written inside AWS import names from where the SDK keeps them, not only from
+``neuronxcc.nki.language`` / ``.isa``:
+
+- ``neuronxcc.nki.language.constants`` (``sizeinbytes``), ``neuronxcc.nki.isa.constants``
+  (``oob_mode``, ``dge_mode``, ``engine``, ``reduce_cmd``, ``nc_version``),
+  ``neuronxcc.nki.isa.neuron_isa`` (the instructions) and ``neuronxcc.nki.language.iterators``
+  (the loop iterators): the same objects as the public modules.
+- ``neuronxcc.nki.nccl`` (collectives between NeuronCores) and the SDK's private modules
+  (``neuronxcc.nki._private...``, ``neuronxcc.nki._private_kernels...``): importing them works,
+  so a module whose other kernels are plain NKI loads; *using* one of their names is an
+  :class:`UnsupportedError` at the kernel line: one NeuronCore-v2 is simulated, and private
+  APIs have no public reference to follow.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import sys
+import types
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import numpy as np
+
+from ..dtypes import to_dtype
+from ..errors import UnsupportedError, caller_loc
+
+
+def sizeinbytes(dtype: Any) -> int:
+    """Bytes of one element of ``dtype`` (numpy dtypes and the ``nl`` dtypes: bfloat16, fp8)."""
+    return int(np.dtype(to_dtype(dtype, "sizeinbytes dtype")).itemsize)
+
+
+@contextmanager
+def sync_program(program_axes: Any = ()) -> Iterator[None]:
+    """``with sync_program(axes):`` run the block once for the programs along ``axes``. With no
+    axes it is the block itself; synchronising SPMD programs is not simulated (each program runs
+    alone, one after another)."""
+    axes = tuple(program_axes) if isinstance(program_axes, (tuple, list)) else (program_axes,)
+    if any(a is not None for a in axes):
+        raise UnsupportedError(f"sync_program: expected no program axes (SPMD programs run one "
+                               f"after another here, never synchronised), found {program_axes!r}",
+                               caller_loc())
+    yield
+
+
+class _Unavailable(types.ModuleType):
+    """A module whose names exist only to fail clearly when used."""
+
+    def __init__(self, name: str, why: str) -> None:
+        super().__init__(name, f"{name}: {why}")
+        self.__path__: list[str] = []  # a package: its submodules import too
+        self._why = why
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return _UnavailableName(f"{self.__name__}.{attr}", self._why)
+
+
+class _UnavailableName:
+    """A name of an unavailable module: calling it (or reading its attributes) is an error."""
+
+    def __init__(self, name: str, why: str) -> None:
+        self._name, self._why = name, why
+
+    def _fail(self) -> UnsupportedError:
+        return UnsupportedError(f"{self._name}: {self._why}", caller_loc())
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._fail()
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        raise self._fail()
+
+    def __repr__(self) -> str:
+        return f"<unavailable {self._name}>"
+
+
+_NCCL = ("collective communication between NeuronCores is not simulated; expected a kernel for "
+         "one NeuronCore-v2, found a collective (needs several cores / trn2)")
+_PRIVATE = ("a private Neuron SDK API with no public NKI reference; expected the documented "
+            "nki.language / nki.isa surface, found a private name")
+
+
+def modules(language: types.ModuleType, isa: types.ModuleType) -> dict[str, types.ModuleType]:
+    """The submodules to register under ``prefix`` (``"language.constants"`` -> module)."""
+    lang_constants = types.ModuleType("nki.language.constants", "nki.language constants")
+    lang_constants.sizeinbytes = sizeinbytes  # type: ignore[attr-defined]
+    lang_constants.tile_size = language.tile_size  # type: ignore[attr-defined]
+    iterators = types.ModuleType("nki.language.iterators", "nki.language loop iterators")
+    for name in ("affine_range", "sequential_range", "static_range"):
+        setattr(iterators, name, getattr(language, name))
+    iterators.sync_program = sync_program  # type: ignore[attr-defined]
+    isa_constants = types.ModuleType("nki.isa.constants", "nki.isa enumerations")
+    for name in ("oob_mode", "dge_mode", "engine", "reduce_cmd", "nc_version"):
+        setattr(isa_constants, name, getattr(isa, name))
+    nccl = _Unavailable("nki.nccl", _NCCL)
+    return {
+        "language.constants": lang_constants, "language.iterators": iterators,
+        "isa.constants": isa_constants, "isa.neuron_isa": isa,
+        "nccl": nccl, "nccl.collectives": _Unavailable("nki.nccl.collectives", _NCCL),
+        "_private": _Unavailable("nki._private", _PRIVATE),
+        "_private.private_api": _Unavailable("nki._private.private_api", _PRIVATE),
+        "_private_kernels": _Unavailable("nki._private_kernels", _PRIVATE),
+    }
+
+
+#: Submodule prefixes (under the alias roots) whose every module is unavailable, and why.
+_UNAVAILABLE_TREES = {"nccl": _NCCL, "_private": _PRIVATE, "_private_kernels": _PRIVATE}
+
+
+class UnavailableFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports any deeper module of the unavailable trees (``neuronxcc.nki._private_kernels.X``)
+    as an :class:`_Unavailable` module, under the roots the alias registered."""
+
+    def __init__(self, roots: tuple[str, ...]) -> None:
+        self.roots = roots
+
+    def _why(self, fullname: str) -> str | None:
+        for root in self.roots:
+            if fullname.startswith(root + "."):
+                head = fullname[len(root) + 1:].split(".")[0]
+                return _UNAVAILABLE_TREES.get(head)
+        return None
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if self._why(fullname) is None:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+
+    def create_module(self, spec: Any) -> types.ModuleType:
+        return _Unavailable(spec.name, self._why(spec.name) or _PRIVATE)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        return None
+
+
+def install_finder(roots: tuple[str, ...]) -> None:
+    """Add (once) the finder of the unavailable trees under ``roots``."""
+    for finder in sys.meta_path:
+        if isinstance(finder, UnavailableFinder):
+            finder.roots = tuple(dict.fromkeys(finder.roots + roots))
+            return
+    sys.meta_path.append(UnavailableFinder(roots))
