@@ -7,8 +7,13 @@ unmodified. Nothing happens on import of neuroncore_sim itself.
 
 from __future__ import annotations
 
+import logging
 import sys
 import types
+
+#: the log level the Neuron compiler registers when ``neuronxcc`` is imported (above CRITICAL);
+#: kernel files written for it call ``logging.disable(logging.OFF)`` to quiet the compiler
+NEURONXCC_LOG_OFF = 60
 
 
 def install_neuronxcc_alias() -> None:
@@ -34,3 +39,12 @@ def install_neuronxcc_alias() -> None:
                          ("compiler", compiler)):
         sys.modules[f"neuronxcc.nki.{name}"] = module
         setattr(nki, name, module)
+    _add_log_level_off()
+
+
+def _add_log_level_off() -> None:
+    """``logging.OFF``, as importing the real ``neuronxcc`` defines it (CS149's kernel files
+    run ``logging.disable(logging.OFF)`` at import). A level the program already set is kept."""
+    if not hasattr(logging, "OFF"):
+        logging.OFF = NEURONXCC_LOG_OFF  # type: ignore[attr-defined]
+        logging.addLevelName(NEURONXCC_LOG_OFF, "OFF")
