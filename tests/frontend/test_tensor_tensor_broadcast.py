@@ -9,6 +9,7 @@ import inspect
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import neuroncore_sim as ncs
 from neuroncore_sim.errors import ShapeError
@@ -67,3 +68,28 @@ def test_errors(k, bshape, found):
     src, start = inspect.getsourcelines(k)
     bad = start + next(i for i, line in enumerate(src) if "# BAD" in line)
     assert info.value.loc == f"test_tensor_tensor_broadcast.py:{bad}"
+
+
+@settings(max_examples=25, deadline=None)
+@given(p=st.sampled_from([1, 5, 128]), a=st.integers(1, 4), b=st.integers(1, 6),
+       ones=st.sampled_from([(1,), (2,), (1, 2)]), drop=st.booleans(), first=st.booleans())
+def test_free_broadcast_matches_numpy(p, a, b, ones, drop, first):
+    """Any free axes of one operand set to 1 (or a per-partition [P] operand) broadcast like
+    numpy with the partition dim aligned, whichever operand is data1."""
+    small = tuple(1 if i in ones else n for i, n in enumerate((p, a, b)))
+    if drop:
+        small = (p,)
+
+    def k(x, y):
+        out = nl.ndarray((p, a, b), nl.float32, buffer=nl.shared_hbm)
+        xs, ys = nl.load(x), nl.load(y)
+        r = nisa.tensor_tensor(xs, ys, op=nl.subtract) if first else \
+            nisa.tensor_tensor(ys, xs, op=nl.subtract)
+        nl.store(out, value=r)
+        return out
+
+    x = RNG.random((p, a, b), dtype=np.float32)
+    y = RNG.random(small, dtype=np.float32)
+    y3 = y.reshape(small + (1,) * (3 - len(small)))
+    want = x - y3 if first else y3 - x
+    np.testing.assert_array_equal(ncs.trace(k, x, y).outputs[0], want)
