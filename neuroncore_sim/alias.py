@@ -8,8 +8,13 @@ unmodified. Nothing happens on import of neuroncore_sim itself.
 from __future__ import annotations
 
 import importlib.util
+import logging
 import sys
 import types
+
+#: the log level the Neuron compiler registers when ``neuronxcc`` is imported (above CRITICAL);
+#: kernel files written for it call ``logging.disable(logging.OFF)`` to quiet the compiler
+NEURONXCC_LOG_OFF = 60
 
 
 def install_neuronxcc_alias() -> None:
@@ -52,3 +57,12 @@ def install_neuronxcc_alias() -> None:
             parent, _, leaf = path.rpartition(".")
             setattr(paths[parent] if parent else nki, leaf, module)
     sdk_paths.install_finder(tuple(roots))
+    _add_log_level_off()
+
+
+def _add_log_level_off() -> None:
+    """``logging.OFF``, as importing the real ``neuronxcc`` defines it (CS149's kernel files
+    run ``logging.disable(logging.OFF)`` at import). A level the program already set is kept."""
+    if not hasattr(logging, "OFF"):
+        logging.OFF = NEURONXCC_LOG_OFF  # type: ignore[attr-defined]
+        logging.addLevelName(NEURONXCC_LOG_OFF, "OFF")

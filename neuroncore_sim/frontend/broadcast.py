@@ -105,3 +105,20 @@ def per_partition(x: Any, data: NkiTensor, what: str) -> NkiTensor:
         raise fail(ShapeError, f"{what}: expected shape [{p}, 1], found {list(t.shape)} (one "
                    f"value per partition of the data; [{p}] works too)")
     return relabel(t, (p,) + (1,) * (max(data.ndim, 1) - 1))
+
+
+def free_broadcast(a: NkiTensor, b: NkiTensor, what: str) -> tuple[NkiTensor, NkiTensor]:
+    """Two instruction operands as views of one shape, broadcasting free axes only (stride 0,
+    partition-aligned): ``[P, 14]`` with ``[P]`` or ``[P, 1]`` reads the second with a zero
+    free stride. The partition sizes must be equal (an instruction moves no data between
+    partitions)."""
+    if a.shape == b.shape:
+        return a, b
+    if same_layout(a.shape, b.shape):  # [P] and [P, 1]: the same elements
+        return a, relabel(b, a.shape)
+    shape = common_shape(a.shape, b.shape)
+    if shape is None or padded(a.shape, 1)[0] != padded(b.shape, 1)[0]:
+        raise fail(ShapeError, f"{what}: expected operands with the same partition size whose "
+                   f"free axes are equal or 1 (broadcast along free axes), found "
+                   f"{list(a.shape)} and {list(b.shape)}")
+    return expand(a, shape, what), expand(b, shape, what)

@@ -18,11 +18,11 @@ from ..dtypes import dtype_name, float32, is_float, promote, to_dtype
 from ..errors import DTypeError, KernelError, MemorySpaceError, ShapeError, UnsupportedError
 from ..program.ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
-from .indexing import IndexExpr, MaskExpr
+from .indexing import IndexExpr, MaskExpr, permuted_mask
 from .mask_bool import resolve as resolve_mask
 from .operands import fail as _fail, require_tile as _tile
 from .operands import engine_arg, issue, op_name, scalar_value, shape_arg
-from .broadcast import per_partition, relabel, same_layout
+from .broadcast import free_broadcast, per_partition, relabel, same_layout
 from . import rng as _rng
 from .tensor import NkiTensor
 
@@ -131,14 +131,15 @@ def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = Fal
     # (docs/frontend.md "PSUM accumulation groups")
     st = tensor_copy(st) if st.space is MemSpace.PSUM else st
     mv = tensor_copy(mv) if mv.space is MemSpace.PSUM else mv
-    if len(mv.shape) > 2:  # several free axes: one, flattened (as nc_transpose collapses them)
-        mv = mv.reshape((mv.shape[0], int(np.prod(mv.shape[1:]))))
     for t, role in ((st, "stationary"), (mv, "moving")):
         if t.space is not MemSpace.SBUF:
             raise _fail(MemorySpaceError, f"{what} {role}: expected a tile in sbuf, found "
                         f"{t.space.value}")
-        if len(t.shape) != 2:
-            raise _fail(ShapeError, f"{what} {role}: expected a 2-D tile [K, F], found "
+        # the moving access pattern may have several free dims (a conv's [K, rows, cols]
+        # window, as AWS's conv kernels pass): the result keeps them, [M, rows, cols]
+        if len(t.shape) != 2 and (role == "stationary" or len(t.shape) < 2):
+            raise _fail(ShapeError, f"{what} {role}: expected a 2-D tile [K, F]"
+                        f"{'' if role == 'stationary' else ' or [K, F1, F2, ...]'}, found "
                         f"{list(t.shape)}")
         if not is_float(t.dtype):
             raise _fail(DTypeError, f"{what} {role}: expected a float dtype, found "
@@ -149,14 +150,15 @@ def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = Fal
     if st.shape[1] > cfg.gemm_stationary_fmax:
         raise _fail(ShapeError, f"{what} stationary: free size at most "
                     f"{cfg.gemm_stationary_fmax}, found {st.shape[1]}")
-    if mv.shape[1] > cfg.gemm_moving_fmax:
+    mv_free = int(np.prod(mv.shape[1:], dtype=np.int64))
+    if mv_free > cfg.gemm_moving_fmax:
         raise _fail(ShapeError, f"{what} moving: free size at most {cfg.gemm_moving_fmax}, "
-                    f"found {mv.shape[1]}")
+                    f"found {mv_free} ({list(mv.shape)})")
     attrs = {"accumulate": False, "is_stationary_onezero": bool(is_stationary_onezero),
              "is_moving_onezero": bool(is_moving_onezero), "is_transpose": bool(is_transpose)}
     if tile_position or tile_size:
         attrs["tile_position"], attrs["tile_size"] = tuple(tile_position), tuple(tile_size)
-    return issue(what, Opcode.NC_MATMUL, Engine.TENSOR, (st.shape[1], mv.shape[1]), float32,
+    return issue(what, Opcode.NC_MATMUL, Engine.TENSOR, (st.shape[1], *mv.shape[1:]), float32,
                  {"stationary": st, "moving": mv}, attrs, mask=mask, out_space=MemSpace.PSUM)
 
 
@@ -244,16 +246,13 @@ def _activation(what: str, opcode: Opcode, op: Any, data: Any, bias: Any, scale:
 # --- VectorE / GpSimd element-wise ------------------------------------------------------------
 def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: Any = None,
                   engine: Any = None) -> NkiTensor:
-    """Element-wise ``data1 op data2`` of two tiles of the same shape."""
+    """Element-wise ``data1 op data2`` of two tiles of one partition size; free axes of size 1
+    broadcast (stride 0), as the reference implies (it points to tensor_scalar as the faster
+    way to broadcast along the free dimension)."""
     what = "tensor_tensor"
     a, b = _tile(data1, f"{what} data1"), _tile(data2, f"{what} data2")
     name = op_name(op, f"{what} op", ops.BINARY_OPS)
-    if a.shape != b.shape:
-        if not same_layout(a.shape, b.shape):
-            raise _fail(ShapeError, f"{what}: operands must have the same shape; expected "
-                        f"{list(a.shape)}, found {list(b.shape)} (an instruction does not "
-                        f"broadcast; nl element-wise functions do)")
-        b = relabel(b, a.shape)  # [P] and [P, 1]: the same elements
+    a, b = free_broadcast(a, b, what)
     if a.space is MemSpace.PSUM and b.space is MemSpace.PSUM:
         raise _fail(MemorySpaceError, f"{what}: at most one operand may be in psum, found two")
     _no_float_bitvec(what, (name,), a, b)
@@ -341,10 +340,21 @@ def tensor_reduce(op: Any, data: Any, axis: Any, *, mask: Any = None, dtype: Any
     if not all(isinstance(a, (int, np.integer)) and -d.ndim <= a < d.ndim for a in given):
         raise _fail(KernelError, f"{what} axis: expected axes of the {d.ndim}-d data "
                     f"({-d.ndim}..{d.ndim - 1}), found {axis!r}")
-    axes = tuple(sorted(int(a) % d.ndim for a in given))
-    if not axes or axes[0] < 1 or list(axes) != list(range(axes[0], axes[0] + len(axes))):
-        raise _fail(KernelError, f"{what} axis: expected consecutive free axes (>= 1), found "
-                    f"{list(axes)}")
+    axes = tuple(sorted({int(a) % d.ndim for a in given}))
+    if not axes or axes[0] < 1:
+        raise _fail(KernelError, f"{what} axis: expected free axes (>= 1), found {list(axes)}")
+    if list(axes) != list(range(axes[0], axes[0] + len(axes))):
+        # Not adjacent ([2, 4], as pooling does): the compiler lists the reduced axes last in
+        # the access pattern (a reordering of dims, no data movement), as AWS says it does
+        # (aws-neuron-sdk issue 1257), so one instruction over the same N elements.
+        kept = [a for a in range(d.ndim) if a not in axes]
+        order = kept + list(axes)
+        if mask is not None:  # the mask ranges over the input's axes: reorder them alike
+            mask = permuted_mask(resolve_mask(mask), order, d.ndim)
+        out = tensor_reduce(op, d._permuted(order), tuple(range(len(kept), d.ndim)),
+                            mask=mask, dtype=dtype, negate=negate)
+        return out[tuple(None if a in axes else slice(None) for a in range(d.ndim))] \
+            if keepdims else out
     if keepdims:
         shape = tuple(1 if a in axes else n for a, n in enumerate(d.shape))
         out_axes = tuple(None if a in axes else a for a in range(d.ndim))

@@ -27,8 +27,6 @@ from . import isa as nisa
 from . import tracer as _tracer
 from .broadcast import broadcast_error, common_shape, expand, padded, relabel
 from .dma import dma_move
-from .indexing import permuted_mask
-from .mask_bool import resolve as resolve_mask
 from .operands import nki_op, shape_arg
 from .tensor import NkiTensor
 
@@ -210,30 +208,8 @@ def _reduce(name: str, x: Any, axis: Any, dtype: Any, keepdims: bool, mask: Any)
         raise _tracer.current().fail(KernelError, f"nl reduction: expected a tile, found "
                                      f"{type(x).__name__}")
     _check_on_chip(x, f"nl reduction ({name})")
-    given = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
-    if builtins.all(isinstance(a, (int, np.integer)) and -x.ndim <= a < x.ndim for a in given):
-        axes = sorted({int(a) % x.ndim for a in given})
-        if axes and axes[0] >= 1 and axes != list(range(axes[0], axes[0] + len(axes))):
-            return _reduce_apart(name, x, axes, dtype, keepdims, mask)
+    # free axes that are not adjacent (axis=[2, 4]) are reordered last by tensor_reduce itself
     return nisa.tensor_reduce(name, x, axis, dtype=dtype, keepdims=keepdims, mask=mask)
-
-
-def _reduce_apart(name: str, x: NkiTensor, axes: list[int], dtype: Any, keepdims: bool,
-                  mask: Any) -> NkiTensor:
-    """A reduction over free axes that are not adjacent (``axis=[2, 4]``, as average pooling
-    does): tensor_reduce needs consecutive axes, so the operand's access pattern lists the
-    reduced axes last (a free reordering of its dims, no data movement) and one tensor_reduce
-    reduces them; same cost (N elements per partition)."""
-    kept = [a for a in range(x.ndim) if a not in axes]
-    order = kept + axes
-    reordered = x._permuted(order)
-    last = tuple(range(len(kept), x.ndim))
-    if mask is not None:  # the mask ranges over the input's axes: reorder them alike
-        mask = permuted_mask(resolve_mask(mask), order, x.ndim)
-    out = nisa.tensor_reduce(name, reordered, last, dtype=dtype, mask=mask)
-    if not keepdims:
-        return out
-    return out[tuple(None if a in axes else slice(None) for a in range(x.ndim))]
 
 
 def _axes_size(x: NkiTensor, axis: Any) -> int:

@@ -17,7 +17,8 @@ from ..frontend import isa as _impl
 _IMPLEMENTATION = frozenset({
     "Any", "DTypeError", "Engine", "IndexExpr", "KernelError", "MaskExpr", "MemSpace",
     "MemorySpaceError", "NkiTensor", "Opcode", "ShapeError", "UnsupportedError", "V3_ONLY",
-    "annotations", "dtype_name", "engine_arg", "enum", "float32", "is_float", "issue", "np",
+    "annotations", "dtype_name", "engine_arg", "enum", "float32", "free_broadcast", "is_float",
+    "issue", "np",
     "op_name", "ops", "per_partition", "promote", "relabel", "resolve_mask", "same_layout",
     "scalar_value", "shape_arg", "to_dtype", "v3_error",
 })

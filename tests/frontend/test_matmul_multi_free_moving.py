@@ -1,6 +1,6 @@
-"""nc_matmul with a moving tile of several free axes flattens them into one (as nc_transpose
-collapses its free axes), and `psum[p, a, b] += nc_matmul(...)` accumulates the [M, a*b] result
-into a slot of that many elements; a [P] value fills a [P, 1] indirect store."""
+"""nc_matmul with a moving tile of several free axes keeps them in its result ([M, a, b]), so
+`psum[p, a, b] += nc_matmul(...)` accumulates into that slot; a [P] value fills a [P, 1]
+indirect store."""
 
 from __future__ import annotations
 
@@ -34,13 +34,13 @@ def test_three_d_moving_tile_accumulates_into_a_three_d_psum_slot():
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-3)
 
 
-def test_a_flattened_result_into_a_slot_of_another_size_is_a_shape_error():
+def test_a_result_into_a_slot_of_another_shape_is_a_shape_error():
     def kernel(w, x):
         ps = nl.zeros((nl.par_dim(64), 4, 64), dtype=nl.float32, buffer=nl.psum)
         ps[...] += nisa.nc_matmul(nl.load(w), nl.load(x))  # BAD
 
     expect_error(ShapeError, r"nl.add: expected shapes that broadcast .* found \[64, 4, 64\] and "
-                 r"\[64, 512\]", kernel,
+                 r"\[64, 4, 128\]", kernel,
                  np.zeros((128, 64), F32), np.zeros((128, 4, 128), F32))
 
 

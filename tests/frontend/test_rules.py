@@ -246,8 +246,9 @@ def test_tensor_tensor_shapes_must_match():
     def good(a, b):
         nisa.tensor_tensor(nl.load(a), nl.load(b[:, 0:64]), nl.add)
 
-    expect_error(ShapeError, r"tensor_tensor: operands must have the same shape; expected "
-                 r"\[128, 64\], found \[128, 65\]", bad, z(128, 64), z(128, 65))
+    expect_error(ShapeError, r"tensor_tensor: expected operands with the same partition size "
+                 r"whose free axes are equal or 1 \(broadcast along free axes\), found "
+                 r"\[128, 64\] and \[128, 65\]", bad, z(128, 64), z(128, 65))
     ok(good, z(128, 64), z(128, 65))
 
 
