@@ -36,6 +36,8 @@ LARGER: dict[str, tuple[str, str, dict[str, Any], dict[str, Any]]] = {
                                                  {"BLOCK_M": 16, "BLOCK_N": 2, "BLOCK_K": 8}),
     "matmul_ladder.blocked_free@1024x2048x2048": ("matmul_ladder", "blocked_free",
                                                   {"M": 1024, "K": 2048, "N": 2048}, {}),
+    "flash_attention@512x4096x64": ("flash_attention", "kernel",
+                                    {"seq_q": 512, "seq_k": 4096, "d": 64}, {}),
     "mamba.mamba_v3@1x256x4096x8": ("mamba", "mamba_v3",
                                     {"batch": 1, "channels": 256, "seq_len": 4096,
                                      "state_size": 8}, {}),
