@@ -38,6 +38,7 @@ LARGER: dict[str, tuple[str, str, dict[str, Any], dict[str, Any]]] = {
                                                   {"M": 1024, "K": 2048, "N": 2048}, {}),
     "flash_attention@512x4096x64": ("flash_attention", "kernel",
                                     {"seq_q": 512, "seq_k": 4096, "d": 64}, {}),
+    "elementwise@1024x2048": ("elementwise", "kernel", {"rows": 1024, "cols": 2048}, {}),
     "mamba.mamba_v3@1x256x4096x8": ("mamba", "mamba_v3",
                                     {"batch": 1, "channels": 256, "seq_len": 4096,
                                      "state_size": 8}, {}),
