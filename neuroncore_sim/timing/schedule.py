@@ -182,10 +182,13 @@ def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
     split = plan.split
     #: tile key -> the accesses of its slot's previous occupant (dependency kind per instruction)
     slot_waits: dict[int, dict[int, int]] = {}
-    #: (tile key, compute queue) -> its slot waits on other queues: on the queue itself only
-    #: RAW edges are kept, and a slot wait is never RAW, nor changes a RAW found elsewhere
-    #: (kinds merge by min), so the others can be dropped before merging (a tile accessed
-    #: many times would otherwise merge all of them at every access)
+    #: (tile key, compute queue) -> the slot waits its next access on that queue still needs.
+    #: On the queue itself only RAW edges are kept, and a slot wait is never RAW nor changes a
+    #: RAW found elsewhere (kinds merge by min), so the waits on the queue's own instructions
+    #: are dropped. And only the first instruction of an in-order queue that touches the tile
+    #: gets them: the later ones start after it started, when they are already met (their
+    #: start cannot move, nor what delayed it). A tile read thousands of times would otherwise
+    #: carry all its slot's waits to every reader. DMAs (issued out of order) get them all.
     slot_waits_for: dict[tuple[int, str], list[tuple[int, int]]] = {}
     placed_writes = 0
     for ins in instrs:
@@ -199,16 +202,17 @@ def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
                 live.touching(old & _TID_MASK, *tile_cols(old, plan.decls[old]), waits)
             else:
                 live.pop_all(old, waits)
-            slot_waits[key] = waits
+            _set_slot_waits(slot_waits, slot_waits_for, key, waits)
         for key, holders in takes.get(me, ()):  # placed by live range (spill.py): the
             waits = {}  # tile's memory was last held by these tiles, dead or spilled
             for h in holders:
                 live.touching(h & _TID_MASK, *tile_cols(h, plan.decls[h]), waits)
-            slot_waits[key] = waits
+            _set_slot_waits(slot_waits, slot_waits_for, key, waits)
         # Every access of a tile in a reused slot waits for the slot's previous occupant, not
         # only the first: a tile filled by several DMAs (dataflow, unordered) would otherwise
         # overwrite the old tile while it is still being read.
         if slot_waits:
+            delivered: list[tuple[int, str]] = []
             for a, _ in ins.accesses():
                 tid = a.tensor.id
                 per = split.get(tid)
@@ -223,8 +227,11 @@ def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
                         if items is None:
                             items = slot_waits_for[key, q] = [
                                 (j, k) for j, k in waits.items() if queue_of[j] != q]
+                            delivered.append((key, q))
                     for j, k in items:
                         found[j] = min(found.get(j, k), k)
+            for kq in delivered:  # met for the queue's later instructions
+                slot_waits_for[kq] = []
         stationary: list[int] = []
         for role, a in ins.srcs.items():
             hits = live.read(a, me, found)
@@ -253,6 +260,17 @@ def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
             last_stationary = None  # a TensorE transpose replaces the array's contents
     return deps, ls_deps, ls_skip
 
+
+def _set_slot_waits(slot_waits: dict[int, dict[int, int]],
+                    slot_waits_for: dict[tuple[int, str], list[tuple[int, int]]], key: int,
+                    waits: dict[int, int]) -> None:
+    """Tile ``key`` waits for ``waits`` (its memory's previous holders), on every queue anew."""
+    slot_waits[key] = waits
+    for q in _COMPUTE_QUEUES:
+        slot_waits_for.pop((key, q), None)
+
+
+_COMPUTE_QUEUES = tuple(e.value for e in Engine if e is not Engine.DMA)
 
 #: Live accesses are indexed by buckets of rows and columns of their tensor, so that an access
 #: scans only the live accesses near it, whatever the kernel's pattern (an HBM output written
