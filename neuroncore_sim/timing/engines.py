@@ -215,21 +215,21 @@ class _InstanceRun:
     def _wait(self, edges: list[Edge]) -> Generator[simpy.Event, object, str]:
         """Wait until every producer in ``edges`` is visible. Returns the producer that
         delayed the caller ("vector#12"), or "" if none did."""
-        env = self.env
+        env, end = self.env, self.end
         entry = ready = env.now
-        why = ""
+        why = -1  # the producer that set ready last (its name is made once, at the end)
         for p, extra in edges:
-            while p not in self.end:
+            while p not in end:
                 ev = self.waiters.get(p)
                 if ev is None:
                     ev = self.waiters[p] = env.event()
                 yield ev
-            t = self.end[p] + extra
+            t = end[p] + extra
             if t > ready:
-                ready, why = t, f"{self.queue_of[p]}#{p}"
+                ready, why = t, p
         if ready > env.now:
             yield env.timeout(ready - env.now)
-        return why if ready > entry else ""
+        return f"{self.queue_of[why]}#{why}" if ready > entry else ""
 
     def _source(self, ins: Instruction) -> str:
         """The instruction's kernel line as "file.py:LINE" ("" without one)."""
