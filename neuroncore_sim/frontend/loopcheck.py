@@ -25,10 +25,16 @@ Regions are tracked per tensor as rectangles (partition rows x element columns) 
 writes; a write with an exact rectangular footprint removes what it covers from older ones. A
 candidate hit is confirmed element by element before it is reported, so strided accesses do not
 give false reports. One report per reading kernel line.
+
+The rectangles of a bucket of rows are also indexed by column bucket (a block tensor's block,
+or _BUCKET_COLS elements), in the same order, so a read within one column bucket and a write
+that replaces nothing look only at the rectangles there: a kernel reading one block of a
+64-block tile at every matmul does not scan the other 63 each time (issue 16).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,6 +48,10 @@ ASSOCIATIVE = frozenset({"add", "multiply", "maximum", "minimum", "bitwise_and",
 #: Tensors with more rows than this keep their writes in blocks of _BUCKET_ROWS rows.
 _BUCKET_ABOVE_ROWS = 512
 _BUCKET_ROWS = 128
+#: Column buckets: a block tensor's block width, else this many elements, widened so that a
+#: row has at most _MAX_COL_BUCKETS of them.
+_BUCKET_COLS = 512
+_MAX_COL_BUCKETS = 64
 
 
 @dataclass(slots=True)
@@ -61,6 +71,9 @@ def loop_carried_reads(program: Program) -> list[LoopDependencyWarning]:
     found: list[LoopDependencyWarning] = []
     reported: set[object] = set()
     live: dict[tuple[int, int], list[_Write]] = {}
+    #: (tensor id, row bucket) -> column bucket -> the rectangles of live[...] that meet it,
+    #: in live[...]'s order
+    cols: dict[tuple[int, int], dict[int, list[_Write]]] = {}
     outermost = None
     exact: dict[int, bool] = {}  # id(access) -> _exact(access): accesses repeat (accumulators)
     for ins in program.instructions:
@@ -69,18 +82,19 @@ def loop_carried_reads(program: Program) -> list[LoopDependencyWarning]:
             continue
         if loops[0][0] != outermost:  # a new outermost loop: nothing earlier can carry
             live.clear()
+            cols.clear()
             outermost = loops[0][0]
         if not reported or ins.loc not in reported:
             for role, a in _plain_reads(ins).items():
                 if role in _KEEP_ROLES:  # (destination-keeping roles of partial writes)
                     continue
-                hit = _carried_write(live, a, ins)
+                hit = _carried_write(live, cols, a, ins)
                 if hit is not None:
                     found.append(_warning(program, ins, role, a, hit))
                     reported.add(ins.loc)
                     break
         for a in ins.dsts.values():
-            _record(live, a, ins, exact)
+            _record(live, cols, a, ins, exact)
     return found
 
 
@@ -128,14 +142,36 @@ def _bucket_size(a: Access) -> int:
     return _BUCKET_ROWS if rows > _BUCKET_ABOVE_ROWS else rows if rows > 1 else 1
 
 
-def _carried_write(live: dict, a: Access, ins: Instruction) -> tuple[_Write, tuple] | None:
+def _col_size(a: Access) -> int:
+    """Elements per column bucket of ``a``'s tensor."""
+    t = a.tensor
+    size = _BUCKET_COLS
+    pa = t.partition_axis
+    if pa > 0:  # block dims lead each row: one bucket per block
+        blocks = math.prod(t.shape[:pa])
+        if blocks > 1:
+            size = max(1, t.row_size // blocks)
+    while size * _MAX_COL_BUCKETS < t.row_size:
+        size *= 2
+    return size
+
+
+def _carried_write(live: dict, cols: dict, a: Access,
+                   ins: Instruction) -> tuple[_Write, tuple] | None:
     r_lo, r_hi, c_lo, c_hi = a.row_lo, a.row_hi, a.col_lo, a.col_hi
     if r_hi <= r_lo:  # empty access
         return None
     tid, size = a.tensor.id, _bucket_size(a)
+    csize = _col_size(a)
+    cb = c_lo // csize if c_lo // csize == (max(c_hi, c_lo + 1) - 1) // csize else None
     loops = ins.loops
     for b in range(r_lo // size, (r_hi - 1) // size + 1):
-        for w in live.get((tid, b), ()):
+        if cb is None:  # (a read across column buckets: every rectangle of the rows)
+            candidates = live.get((tid, b), ())
+        else:  # the rectangles meeting its column bucket, in the same order
+            by_col = cols.get((tid, b))
+            candidates = by_col.get(cb, ()) if by_col else ()
+        for w in candidates:
             # (columns first: the writes that miss a read are usually other blocks of a row)
             if not (c_lo < w.c_hi and w.c_lo < c_hi and w.r_lo < r_hi and r_lo < w.r_hi):
                 continue
@@ -157,11 +193,27 @@ def _carried_write(live: dict, a: Access, ins: Instruction) -> tuple[_Write, tup
     return None
 
 
-def _record(live: dict, a: Access, ins: Instruction, exact_of: dict[int, bool]) -> None:
+def _index(rects: list[_Write], csize: int) -> dict[int, list[_Write]]:
+    """Column bucket -> the rectangles of ``rects`` meeting it, in ``rects``' order."""
+    by_col: dict[int, list[_Write]] = {}
+    for w in rects:
+        for cb in range(w.c_lo // csize, (max(w.c_hi, w.c_lo + 1) - 1) // csize + 1):
+            found = by_col.get(cb)
+            if found is None:
+                by_col[cb] = [w]
+            else:
+                found.append(w)
+    return by_col
+
+
+def _record(live: dict, cols: dict, a: Access, ins: Instruction,
+            exact_of: dict[int, bool]) -> None:
     r_lo, r_hi, c_lo, c_hi = a.row_lo, a.row_hi, a.col_lo, a.col_hi
     if r_hi <= r_lo:  # empty access
         return
     tid, size = a.tensor.id, _bucket_size(a)
+    csize = _col_size(a)
+    c0, c1 = c_lo // csize, (max(c_hi, c_lo + 1) - 1) // csize
     exact = None
     for b in range(r_lo // size, (r_hi - 1) // size + 1):
         key = (tid, b)
@@ -170,11 +222,34 @@ def _record(live: dict, a: Access, ins: Instruction, exact_of: dict[int, bool]) 
         old = live.get(key)
         if not old:  # the usual case: the first write of a fresh tile
             live[key] = [new]
+            cols[key] = _index(live[key], csize)
             continue
         if exact is None:
             exact = exact_of.get(id(a))
             if exact is None:
                 exact = exact_of[id(a)] = _exact(a)
+        # The rectangles this write changes all meet its column buckets: when there are none,
+        # it only joins the end (what rebuilding the list would give, in the same order).
+        by_col = cols[key]
+        touched = False
+        for cb in range(c0, c1 + 1):
+            for w in by_col.get(cb, ()):
+                if (w.r_lo < r_hi and r_lo < w.r_hi and w.c_lo < c_hi and c_lo < w.c_hi
+                        if exact else (w.access.offset == a.offset
+                                       and w.access.pattern == a.pattern)):
+                    touched = True
+                    break
+            if touched:
+                break
+        if not touched:
+            old.append(new)
+            for cb in range(c0, c1 + 1):
+                found = by_col.get(cb)
+                if found is None:
+                    by_col[cb] = [new]
+                else:
+                    found.append(new)
+            continue
         if exact:
             kept = []
             for w in old:
@@ -188,6 +263,7 @@ def _record(live: dict, a: Access, ins: Instruction, exact_of: dict[int, bool]) 
                                            and w.access.pattern == a.pattern)]
         kept.append(new)
         live[key] = kept
+        cols[key] = _index(kept, csize)
 
 
 def _exact(a: Access) -> bool:

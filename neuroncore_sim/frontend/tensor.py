@@ -21,6 +21,7 @@ from ..dtypes import dtype_name
 from ..errors import AccessError, SimulatorError, UnsupportedError
 from ..program.ir import Access, MemSpace, TensorDecl
 from . import tracer as _tracer
+from .affine_index import affine_view
 from .basic_index import VIEW_CACHE_SIZE, basic_index, view_key, whole_index
 from .indexing import DynamicIndex, IndexExpr, MaskExpr, _is_int, trailing_unit_indices
 from .index_split import SplitExpr, split_view
@@ -282,6 +283,9 @@ class NkiTensor(TensorSurface):
             self._resolved()
         if type(key) is int:  # t[i]: its own cache key (what view_key gives for it)
             key = cache_key = (key,)
+        elif key is Ellipsis and self.shape:  # t[...]: every axis whole, as t[:, ..., :]
+            key = (slice(None),) * len(self.shape)
+            cache_key = view_key(key)
         else:
             key = key if isinstance(key, tuple) else (key,)
             cache_key = view_key(key)
@@ -306,6 +310,8 @@ class NkiTensor(TensorSurface):
                         del views[next(iter(views))]
                     views[cache_key] = view
                 return view
+        elif (view := affine_view(self, key, IndexExpr)) is not None:  # nl.mgrid exprs, ints
+            return view
         if self.space is not MemSpace.HBM and trailing_unit_indices(self.ndim, key):
             # a [P] tile (a reduction result, or t[:, i] of a [P, F] one) is NKI's [P, 1]:
             # t[:, 0] and t[:, 0:1] index its implicit size-1 free axis (docs/frontend.md)

@@ -14,31 +14,15 @@ reservation order; a transfer ends when both its engine time and its HBM share a
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
-
 from ..config import NeuronCoreConfig
 from .cost import DmaTransfer, dma_transfers
 from ..program.ir import Instruction
 
 
-@dataclass(frozen=True, slots=True)
-class PlacedTransfer:
-    """A transfer with its engine and times.
-
-    Attributes:
-        engine_index: which DMA engine (0 .. dma_engines-1).
-        start_ns: when the engine started it.
-        end_ns: when its last byte was written.
-        transfer: the transfer's size and cost.
-        engine_wait: True when it started later than the earliest allowed time because every
-            DMA engine was busy.
-    """
-
-    engine_index: int
-    start_ns: float
-    end_ns: float
-    transfer: DmaTransfer
-    engine_wait: bool
+#: A placed transfer: (engine index, start_ns, end_ns, bytes, engine_wait). ``engine_wait``:
+#: it started later than the earliest allowed time because every DMA engine was busy. (Plain
+#: tuples: a launch places hundreds of thousands of transfers.)
+PlacedTransfer = tuple[int, float, float, int, bool]
 
 
 class DmaEngines:
@@ -64,7 +48,7 @@ class DmaEngines:
         """
         cfg = self._config
         earliest = ready_ns + cfg.dma_fixed_latency_ns
-        placed = []
+        placed: list[PlacedTransfer] = []
         done = earliest
         src, dst = ins.srcs["src"], ins.out
         key = (ins.opcode, src.space, dst.space, src.pattern, dst.pattern,
@@ -72,15 +56,20 @@ class DmaEngines:
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plans[key] = dma_transfers(ins, cfg)
+        free, pop, push = self._free, heapq.heappop, heapq.heappush
+        hbm_per_ns = cfg.hbm_bytes_per_ns
         for tr in plan:
-            free_at, e = heapq.heappop(self._free)
-            start = max(earliest, free_at)
+            free_at, e = pop(free)
+            start = earliest if earliest >= free_at else free_at  # max(), as in the docs
             end = start + tr.engine_ns
             if tr.hbm_bytes:
-                hbm_start = max(self._hbm_free, start)
-                self._hbm_free = hbm_start + tr.hbm_bytes / cfg.hbm_bytes_per_ns
-                end = max(end, self._hbm_free)
-            heapq.heappush(self._free, (end, e))
-            placed.append(PlacedTransfer(e, start, end, tr, start > earliest))
-            done = max(done, end)
+                hbm_free = self._hbm_free
+                hbm_start = hbm_free if hbm_free >= start else start
+                self._hbm_free = hbm_free = hbm_start + tr.hbm_bytes / hbm_per_ns
+                if hbm_free > end:
+                    end = hbm_free
+            push(free, (end, e))
+            placed.append((e, start, end, tr.nbytes, start > earliest))
+            if end > done:
+                done = end
         return done, placed

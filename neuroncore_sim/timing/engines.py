@@ -141,6 +141,7 @@ class _InstanceRun:
         self.sbuf_port = simpy.Resource(self.env, capacity=1)
         self.psum_port = simpy.Resource(self.env, capacity=1)
         self.dma = DmaEngines(config, t0)
+        self.dma_rows = [dma_row(e) for e in range(config.dma_engines)]
         self.overhead: dict[int, float] = {}
         self.sources: dict[object, str] = {}  # SourceLoc -> "file.py:LINE" (str() is slow)
         self._last_source: tuple[object, str] = (None, "")  # the last (loc, source) looked up
@@ -214,32 +215,36 @@ class _InstanceRun:
     def _wait(self, edges: list[Edge]) -> Generator[simpy.Event, object, str]:
         """Wait until every producer in ``edges`` is visible. Returns the producer that
         delayed the caller ("vector#12"), or "" if none did."""
-        env = self.env
+        env, end = self.env, self.end
         entry = ready = env.now
-        why = ""
+        why = -1  # the producer that set ready last (its name is made once, at the end)
         for p, extra in edges:
-            while p not in self.end:
+            while p not in end:
                 ev = self.waiters.get(p)
                 if ev is None:
                     ev = self.waiters[p] = env.event()
                 yield ev
-            t = self.end[p] + extra
+            t = end[p] + extra
             if t > ready:
-                ready, why = t, f"{self.queue_of[p]}#{p}"
+                ready, why = t, p
         if ready > env.now:
             yield env.timeout(ready - env.now)
-        return why if ready > entry else ""
+        return f"{self.queue_of[why]}#{why}" if ready > entry else ""
 
-    def _record(self, ins: Instruction, engine: str, opcode: str, start: float, end: float,
-                nbytes: int, why: str) -> None:
+    def _source(self, ins: Instruction) -> str:
+        """The instruction's kernel line as "file.py:LINE" ("" without one)."""
         last_loc, source = self._last_source
-        if ins.loc is not last_loc:  # (DMA transfers of one instruction come in a row)
+        if ins.loc is not last_loc:  # (consecutive instructions often share a line)
             source = self.sources.get(ins.loc)
             if source is None:
                 source = self.sources[ins.loc] = str(ins.loc) if ins.loc is not None else ""
             self._last_source = (ins.loc, source)
-        self.events.append(Event(ins.id, engine, opcode, start, end, nbytes, why, source,
-                                 ins.instance))
+        return source
+
+    def _record(self, ins: Instruction, engine: str, opcode: str, start: float, end: float,
+                nbytes: int, why: str) -> None:
+        self.events.append(Event(ins.id, engine, opcode, start, end, nbytes, why,
+                                 self._source(ins), ins.instance))
 
     # --- engine processes -------------------------------------------------------------------
 
@@ -330,6 +335,8 @@ class _InstanceRun:
         self._finish(iid, done)
         # a spill save / reload (schedule.py) shows as such; its Instruction is a dma_copy
         opcode = ins.attrs.get("spill") or ins.opcode.value
-        for pt in placed:
-            self._record(ins, dma_row(pt.engine_index), opcode, pt.start_ns,
-                         pt.end_ns, pt.transfer.nbytes, "dma_engine" if pt.engine_wait else why)
+        source, rows, instance = self._source(ins), self.dma_rows, ins.instance
+        append = self.events.append
+        for e, start, end, nbytes, engine_wait in placed:
+            append(Event(iid, rows[e], opcode, start, end, nbytes,
+                         "dma_engine" if engine_wait else why, source, instance))

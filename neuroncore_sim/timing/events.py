@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..program.layout import slot_setters
+
 #: Opcode of the LoadStationary stage of nc_matmul (row :data:`TENSOR_LS_ROW`).
 LOAD_STATIONARY = "load_stationary"
 #: Opcode of the MultiplyMoving stage of nc_matmul (row "tensor").
@@ -51,7 +53,7 @@ def is_dma_row(engine: str) -> bool:
     return engine.startswith(DMA_ROW_PREFIX) and engine[len(DMA_ROW_PREFIX):].isdigit()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Event:
     """One executed instruction stage or DMA transfer.
 
@@ -79,10 +81,31 @@ class Event:
     source: str = ""
     instance: int = 0
 
+    def __init__(self, instr_id: int, engine: str, opcode: str, start_ns: float,
+                 end_ns: float, nbytes: int = 0, waited_on: str = "", source: str = "",
+                 instance: int = 0) -> None:
+        # Hand-written with slot setters (program/layout.py): a launch makes one Event per
+        # transfer, hundreds of thousands; the generated frozen __init__ is twice as slow.
+        (set_id, set_engine, set_opcode, set_start, set_end, set_nbytes, set_waited,
+         set_source, set_instance) = _EVENT_SETTERS
+        set_id(self, instr_id)
+        set_engine(self, engine)
+        set_opcode(self, opcode)
+        set_start(self, start_ns)
+        set_end(self, end_ns)
+        set_nbytes(self, nbytes)
+        set_waited(self, waited_on)
+        set_source(self, source)
+        set_instance(self, instance)
+
     @property
     def duration_ns(self) -> float:
         """``end_ns - start_ns``."""
         return self.end_ns - self.start_ns
+
+
+_EVENT_SETTERS = slot_setters(
+    Event, "instr_id engine opcode start_ns end_ns nbytes waited_on source instance")
 
 
 @dataclass(frozen=True, slots=True)

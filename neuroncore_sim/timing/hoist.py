@@ -27,6 +27,19 @@ from ..program.ir import Engine, Instruction, Opcode
 _ENGINES = frozenset({Engine.VECTOR, Engine.SCALAR, Engine.GPSIMD})
 
 
+#: id(dtype) -> (dtype, str(dtype)): numpy builds the string anew at every call, and a kernel
+#: has a few dtype objects (the object is kept, so its id is not reused)
+_DTYPE_STR: dict[int, tuple[object, str]] = {}
+
+
+def _dtype_str(dt: object) -> str:
+    """``str(dt)``, remembered per dtype object."""
+    found = _DTYPE_STR.get(id(dt))
+    if found is None or found[0] is not dt:
+        found = _DTYPE_STR[id(dt)] = (dt, str(dt))
+    return found[1]
+
+
 def _key(ins: Instruction) -> tuple | None:
     """What makes two instructions compute the same values, or None if not comparable."""
     if ins.mask is not None or not ins.loops or ins.engine not in _ENGINES:
@@ -36,9 +49,9 @@ def _key(ins: Instruction) -> tuple | None:
         hash(attrs)
     except TypeError:  # array-valued attributes: never compared
         return None
-    srcs = tuple(sorted((role, a.tensor.id, a.offset, a.pattern, str(a.dtype))
+    srcs = tuple(sorted((role, a.tensor.id, a.offset, a.pattern, _dtype_str(a.dtype))
                         for role, a in ins.srcs.items()))
-    dsts = tuple(sorted((role, a.offset, a.pattern, str(a.dtype))
+    dsts = tuple(sorted((role, a.offset, a.pattern, _dtype_str(a.dtype))
                         for role, a in ins.dsts.items()))
     outer = ins.loops[:-1] + (ins.loops[-1][0],)  # same outer iterations, same innermost loop
     return (ins.opcode, ins.engine, attrs, srcs, dsts, outer)

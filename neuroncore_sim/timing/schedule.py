@@ -9,7 +9,9 @@ output. Edges between two instructions of one in-order compute engine are kept o
 timing model exposes the pipeline latency there); WAR/WAW on one engine are implied by its
 order. To stay fast, each tensor keeps only its *live* accesses: a write drops the earlier reads
 and writes its bounds fully cover (every later conflict with them also conflicts with the
-covering write, which is ordered after them).
+covering write, which is ordered after them), and the live accesses are indexed by buckets of
+rows and columns (block by block for a block tensor), so an access scans only those near it:
+the cost stays linear in the accesses whatever the pattern (issue 16).
 
 Buffer reuse. The tiles of one allocation site share a ring of physical buffers, sized (and
 checked against SBUF / PSUM capacity) by :mod:`.capacity`. A tile gets the least recently freed
@@ -42,7 +44,7 @@ from ..config import NeuronCoreConfig
 from ..program.ir import DMA_OPCODES, Access, Engine, Instruction, MemSpace, Opcode, Program
 from .placement import InstancePlan, NewIds, plan_instance, spill_warnings
 from .psum_zeros import folded_psum_zeros
-from .tiles import BLOCK_SHIFT, access_keys, tile_cols
+from .tiles import BLOCK_SHIFT, access_keys, block_elems, tile_cols
 
 _TID_MASK = (1 << BLOCK_SHIFT) - 1
 
@@ -170,20 +172,24 @@ def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
              takes: dict[int, list[tuple[int, tuple[int, ...]]]]
              ) -> tuple[dict[int, tuple[tuple[int, int], ...]], dict[int, tuple[int, ...]],
                         list[int]]:
-    # Live accesses per (tensor id, row bucket): lists of (row_lo, row_hi, col_lo, col_hi, id).
-    writes: dict[tuple[int, int], list[tuple[int, int, int, int, int]]] = {}
-    reads: dict[tuple[int, int], list[tuple[int, int, int, int, int]]] = {}
-    n_buckets: dict[int, int] = {}
     version: dict[int, int] = {}
     queue_of: dict[int, str] = {}
     deps: dict[int, tuple[tuple[int, int], ...]] = {}
     ls_deps: dict[int, tuple[int, ...]] = {}
     ls_skip: list[int] = []
     last_stationary: tuple[object, ...] | None = None
-    live = _LiveAccesses(writes, reads, n_buckets)
+    live = _LiveAccesses()
     split = plan.split
     #: tile key -> the accesses of its slot's previous occupant (dependency kind per instruction)
     slot_waits: dict[int, dict[int, int]] = {}
+    #: (tile key, compute queue) -> the slot waits its next access on that queue still needs.
+    #: On the queue itself only RAW edges are kept, and a slot wait is never RAW nor changes a
+    #: RAW found elsewhere (kinds merge by min), so the waits on the queue's own instructions
+    #: are dropped. And only the first instruction of an in-order queue that touches the tile
+    #: gets them: the later ones start after it started, when they are already met (their
+    #: start cannot move, nor what delayed it). A tile read thousands of times would otherwise
+    #: carry all its slot's waits to every reader. DMAs (issued out of order) get them all.
+    slot_waits_for: dict[tuple[int, str], list[tuple[int, int]]] = {}
     placed_writes = 0
     for ins in instrs:
         me, q = ins.id, queue_name(ins)
@@ -195,29 +201,37 @@ def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
             if split.get(old & _TID_MASK):  # one block of a tensor: its columns only
                 live.touching(old & _TID_MASK, *tile_cols(old, plan.decls[old]), waits)
             else:
-                for b in range(n_buckets.get(old, 0)):
-                    for *_, j in writes.pop((old, b), ()):
-                        waits[j] = min(waits.get(j, WAW), WAW)
-                    for *_, j in reads.pop((old, b), ()):
-                        waits[j] = min(waits.get(j, WAR), WAR)
-            slot_waits[key] = waits
+                live.pop_all(old, waits)
+            _set_slot_waits(slot_waits, slot_waits_for, key, waits)
         for key, holders in takes.get(me, ()):  # placed by live range (spill.py): the
             waits = {}  # tile's memory was last held by these tiles, dead or spilled
             for h in holders:
                 live.touching(h & _TID_MASK, *tile_cols(h, plan.decls[h]), waits)
-            slot_waits[key] = waits
+            _set_slot_waits(slot_waits, slot_waits_for, key, waits)
         # Every access of a tile in a reused slot waits for the slot's previous occupant, not
         # only the first: a tile filled by several DMAs (dataflow, unordered) would otherwise
         # overwrite the old tile while it is still being read.
         if slot_waits:
+            delivered: list[tuple[int, str]] = []
             for a, _ in ins.accesses():
                 tid = a.tensor.id
                 per = split.get(tid)
                 for key in (access_keys(a, per) if per else (tid,)):
                     waits = slot_waits.get(key)
-                    if waits:
-                        for j, k in waits.items():
-                            found[j] = min(found.get(j, k), k)
+                    if not waits:
+                        continue
+                    if q == DMA_QUEUE:
+                        items = waits.items()
+                    else:
+                        items = slot_waits_for.get((key, q))
+                        if items is None:
+                            items = slot_waits_for[key, q] = [
+                                (j, k) for j, k in waits.items() if queue_of[j] != q]
+                            delivered.append((key, q))
+                    for j, k in items:
+                        found[j] = min(found.get(j, k), k)
+            for kq in delivered:  # met for the queue's later instructions
+                slot_waits_for[kq] = []
         stationary: list[int] = []
         for role, a in ins.srcs.items():
             hits = live.read(a, me, found)
@@ -247,17 +261,40 @@ def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
     return deps, ls_deps, ls_skip
 
 
-#: Tensors with more rows than this index their live accesses by blocks of BUCKET_ROWS rows
-#: (an HBM output written tile by tile would otherwise be scanned whole at every write).
+def _set_slot_waits(slot_waits: dict[int, dict[int, int]],
+                    slot_waits_for: dict[tuple[int, str], list[tuple[int, int]]], key: int,
+                    waits: dict[int, int]) -> None:
+    """Tile ``key`` waits for ``waits`` (its memory's previous holders), on every queue anew."""
+    slot_waits[key] = waits
+    for q in _COMPUTE_QUEUES:
+        slot_waits_for.pop((key, q), None)
+
+
+_COMPUTE_QUEUES = tuple(e.value for e in Engine if e is not Engine.DMA)
+
+#: Live accesses are indexed by buckets of rows and columns of their tensor, so that an access
+#: scans only the live accesses near it, whatever the kernel's pattern (an HBM output written
+#: tile by tile, a block tensor whose blocks are read thousands of times, a wide accumulator):
+#: tensors with more rows than _BUCKET_ABOVE_ROWS have buckets of _BUCKET_ROWS rows; columns
+#: go by the tensor's block width (block dims) or _BUCKET_COLS elements, widened so that one
+#: tensor row has at most _MAX_COL_BUCKETS buckets. An access spanning several buckets is listed
+#: in each; the edges found are the same as with one list per tensor.
 _BUCKET_ABOVE_ROWS = 512
 _BUCKET_ROWS = 128
+_BUCKET_COLS = 512
+_MAX_COL_BUCKETS = 64
+#: Bucket key: (tensor id + _TID_BIAS) << _KEY_TID | row bucket << _KEY_ROW | column bucket.
+_TID_BIAS, _KEY_TID, _KEY_ROW = 8, 48, 20
 
 
 #: Pseudo tensor ids of the physical SBUF and PSUM, where the accesses of directly allocated
 #: tiles are tracked (rows are partitions, one bucket; columns are byte addresses).
 _PHYSICAL = {MemSpace.SBUF: -1, MemSpace.PSUM: -2}
+#: Byte addresses of a partition the column buckets of the physical memories are cut from.
+_PHYSICAL_BYTES = 192 * 1024
 
-Region = tuple[int, int, int, int, int, int]  # (tensor id, rows, row_lo, row_hi, col_lo, col_hi)
+#: (tensor id, rows, columns, block width or 0, row_lo, row_hi, col_lo, col_hi)
+Region = tuple[int, int, int, int, int, int, int, int]
 
 
 def regions(a: Access) -> list[Region]:
@@ -267,7 +304,8 @@ def regions(a: Access) -> list[Region]:
     t = a.tensor
     pl = t.placement
     if pl is None:
-        return [(t.id, t.rows, a.row_lo, a.row_hi, a.col_lo, a.col_hi)]
+        return [(t.id, t.rows, t.row_size, block_elems(t), a.row_lo, a.row_hi, a.col_lo,
+                 a.col_hi)]
     per_tile = t.row_size // len(pl.tiles)  # elements of one logical tile per partition
     isz = t.itemsize
     out = []
@@ -277,31 +315,86 @@ def regions(a: Access) -> list[Region]:
         start, addr = pl.tiles[b]
         lo = max(a.col_lo - b * per_tile, 0)
         hi = min(a.col_hi - b * per_tile, per_tile)
-        out.append((_PHYSICAL[t.space], _BUCKET_ABOVE_ROWS, start + a.row_lo,
+        out.append((_PHYSICAL[t.space], _BUCKET_ABOVE_ROWS, _PHYSICAL_BYTES, 0, start + a.row_lo,
                     start + a.row_hi, addr + lo * isz, addr + hi * isz))
     return out
 
 
 class _LiveAccesses:
-    """The live reads and writes of every tensor, indexed by (tensor id, row bucket)."""
+    """The live reads and writes of every tensor, indexed by (tensor, row bucket, column
+    bucket) (see _BUCKET_ROWS): bucket key -> list of (row_lo, row_hi, col_lo, col_hi, id)."""
 
-    def __init__(self, writes: dict, reads: dict, n_buckets: dict[int, int]) -> None:
-        self.writes, self.reads, self.n_buckets = writes, reads, n_buckets
+    def __init__(self) -> None:
+        self.writes: dict[int, list[tuple[int, int, int, int, int]]] = {}
+        self.reads: dict[int, list[tuple[int, int, int, int, int]]] = {}
+        #: tensor id -> (rows per bucket, columns per bucket)
+        self.geometry: dict[int, tuple[int, int]] = {}
+        #: tensor id -> its bucket keys ever used, in first-use order (dict as ordered set)
+        self.keys_of: dict[int, dict[int, None]] = {}
 
-    def _buckets(self, tid: int, rows: int, r_lo: int, r_hi: int) -> range:
-        size = _BUCKET_ROWS if rows > _BUCKET_ABOVE_ROWS else max(1, rows)
-        if tid not in self.n_buckets:
-            self.n_buckets[tid] = -(-max(1, rows) // size)
-        return range(r_lo // size, (r_hi - 1) // size + 1)
+    def _geometry(self, region: Region) -> tuple[int, int]:
+        tid, rows, cols, block = region[0], region[1], region[2], region[3]
+        rsize = _BUCKET_ROWS if rows > _BUCKET_ABOVE_ROWS else max(1, rows)
+        csize = block or _BUCKET_COLS
+        while csize * _MAX_COL_BUCKETS < cols:
+            csize *= 2
+        g = self.geometry[tid] = (rsize, csize)
+        self.keys_of[tid] = {}
+        return g
+
+    def _keys(self, region: Region) -> list[int]:
+        """The bucket keys of a region, recorded as used by its tensor."""
+        tid, _, _, _, r_lo, r_hi, c_lo, c_hi = region
+        g = self.geometry.get(tid)
+        if g is None:
+            g = self._geometry(region)
+        rsize, csize = g
+        rb0, cb0 = r_lo // rsize, c_lo // csize
+        rb1 = (r_hi - 1) // rsize if r_hi > r_lo else rb0
+        cb1 = (c_hi - 1) // csize if c_hi > c_lo else cb0
+        base = (tid + _TID_BIAS) << _KEY_TID
+        used = self.keys_of[tid]
+        if rb0 == rb1 and cb0 == cb1:  # the common case: one bucket
+            key = base | (rb0 << _KEY_ROW) | cb0
+            if key not in used:
+                used[key] = None
+            return [key]
+        keys = [base | (rb << _KEY_ROW) | cb
+                for rb in range(rb0, rb1 + 1) for cb in range(cb0, cb1 + 1)]
+        for key in keys:
+            if key not in used:
+                used[key] = None
+        return keys
+
+    def pop_all(self, tid: int, found: dict[int, int]) -> None:
+        """Edges (WAW from writes, WAR from reads) from every live access of tensor ``tid``,
+        which stops being tracked (its memory now belongs to another tile)."""
+        for key in self.keys_of.pop(tid, ()):
+            for *_, j in self.writes.pop(key, ()):
+                found[j] = min(found.get(j, WAW), WAW)
+            for *_, j in self.reads.pop(key, ()):
+                found[j] = min(found.get(j, WAR), WAR)
+        self.geometry.pop(tid, None)
 
     def touching(self, tid: int, c_lo: int, c_hi: int, found: dict[int, int]) -> None:
         """Edges (WAW from writes, WAR from reads) from every live access of tensor ``tid``
         within columns ``[c_lo, c_hi)``, kept live (other blocks of the tensor may need them)."""
-        for b in range(self.n_buckets.get(tid, 0)):
-            for _, _, lo, hi, j in self.writes.get((tid, b), ()):
+        g = self.geometry.get(tid)
+        if g is None:
+            return
+        used = self.keys_of[tid]
+        csize = g[1]
+        c0, c1 = c_lo // csize, (max(c_hi, c_lo + 1) - 1) // csize
+        # (an access listed in several buckets is met once per bucket: same edge, same kind)
+        for key in used:
+            if not c0 <= key & ((1 << _KEY_ROW) - 1) <= c1:
+                continue
+            for entry in self.writes.get(key, ()):
+                _, _, lo, hi, j = entry
                 if lo < c_hi and c_lo < hi:
                     found[j] = min(found.get(j, WAW), WAW)
-            for _, _, lo, hi, j in self.reads.get((tid, b), ()):
+            for entry in self.reads.get(key, ()):
+                _, _, lo, hi, j = entry
                 if lo < c_hi and c_lo < hi:
                     found[j] = min(found.get(j, WAR), WAR)
 
@@ -320,20 +413,24 @@ class _LiveAccesses:
             self._write(region, me, found)
 
     def _read(self, region: Region, me: int, found: dict[int, int], hits: list[int]) -> None:
-        tid, rows, r_lo, r_hi, c_lo, c_hi = region
+        _, _, _, _, r_lo, r_hi, c_lo, c_hi = region
         entry = (r_lo, r_hi, c_lo, c_hi, me)
-        for b in self._buckets(tid, rows, r_lo, r_hi):
-            for w_rlo, w_rhi, w_clo, w_chi, j in self.writes.get((tid, b), ()):
+        writes, reads = self.writes, self.reads
+        for key in self._keys(region):
+            for w_rlo, w_rhi, w_clo, w_chi, j in writes.get(key, ()):
                 if w_rlo < r_hi and r_lo < w_rhi and w_clo < c_hi and c_lo < w_chi and j != me:
                     found[j] = RAW
                     hits.append(j)
-            self.reads.setdefault((tid, b), []).append(entry)
+            live = reads.get(key)
+            if live is None:
+                reads[key] = [entry]
+            else:
+                live.append(entry)
 
     def _write(self, region: Region, me: int, found: dict[int, int]) -> None:
-        tid, rows, r_lo, r_hi, c_lo, c_hi = region
+        _, _, _, _, r_lo, r_hi, c_lo, c_hi = region
         entry = (r_lo, r_hi, c_lo, c_hi, me)
-        for b in self._buckets(tid, rows, r_lo, r_hi):
-            key = (tid, b)
+        for key in self._keys(region):
             for kind, table in ((WAW, self.writes), (WAR, self.reads)):
                 live = table.get(key)
                 if not live:

@@ -53,6 +53,8 @@ CASES = [
     ("mamba", "mamba_v3"),
     ("layernorm_tutorial", "layernorm_v1"),
     ("layernorm_tutorial", "layernorm_v2"),
+    ("flash_attention", "kernel"),
+    ("elementwise", "kernel"),
 ]
 
 # float32 results: the simulator computes in fp32 like the engines, the references in float64,
