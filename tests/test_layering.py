@@ -91,7 +91,7 @@ CYCLES_TO_BREAK: frozenset[frozenset[str]] = frozenset({
                "frontend.indirect", "frontend.isa", "frontend.isa_dma", "frontend.isa_select",
                "frontend.language", "frontend.loop_reduce", "frontend.mask_view",
                "frontend.nlmath", "frontend.operands", "frontend.rng", "frontend.tensor",
-               "frontend.tensor_surface"}),
+               "frontend.tensor_operators", "frontend.tensor_surface"}),
 })
 
 #: The modules that may import a framework (jax, torch, kernels), inside functions only.

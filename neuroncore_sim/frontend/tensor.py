@@ -8,7 +8,7 @@ when a view is used by an instruction (after masks have shrunk it), per declared
 that runs past the end of a row is caught instead of silently reading the next row.
 
 Python operators on views (``a + b``, ``-a``, ``t[...] = x``, ``psum += nc_matmul(...)``) are
-forwarded to ``nl`` functions.
+forwarded to ``nl`` functions (:mod:`.tensor_operators`).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from .affine_index import affine_view
 from .basic_index import VIEW_CACHE_SIZE, basic_index, view_key, whole_index
 from .indexing import DynamicIndex, IndexExpr, MaskExpr, _is_int, trailing_unit_indices
 from .index_split import SplitExpr, split_view
+from .tensor_operators import TileOperators
 from .tensor_surface import Frame, TensorSurface
 
 
@@ -38,7 +39,7 @@ def _is_identity(coefs: tuple[tuple[int, ...], ...]) -> bool:
     return known is not None and known[1] is coefs
 
 
-class NkiTensor(TensorSurface):
+class NkiTensor(TensorSurface, TileOperators):
     """A view of an HBM tensor or an on-chip tile (what ``nl.load``, ``nl.ndarray`` and every
     ``nisa`` call return, and what kernel arguments are).
 
@@ -466,40 +467,8 @@ class NkiTensor(TensorSurface):
             return head
         return f"{head}\n{tr.read(self.access())}"
 
-    # --- arithmetic ------------------------------------------------------------------------------
-    def __add__(self, o: Any) -> Any:
-        return DynamicIndex(self, o) if isinstance(o, IndexExpr) else _nl.add(self, o)
 
-    def __radd__(self, o: Any) -> Any:
-        return DynamicIndex(self, o) if isinstance(o, IndexExpr) else _nl.add(o, self)
+from . import language as _nl  # noqa: E402  (t[...] = x forwards to nl; cyclic by design)
+from . import tensor_operators as _operators  # noqa: E402
 
-    def __sub__(self, o: Any) -> NkiTensor: return _nl.subtract(self, o)
-    def __rsub__(self, o: Any) -> NkiTensor: return _nl.subtract(o, self)
-    def __mul__(self, o: Any) -> NkiTensor: return _nl.multiply(self, o)
-    def __rmul__(self, o: Any) -> NkiTensor: return _nl.multiply(o, self)
-    def __truediv__(self, o: Any) -> NkiTensor: return _nl.divide(self, o)
-    def __rtruediv__(self, o: Any) -> NkiTensor: return _nl.divide(o, self)
-    def __pow__(self, o: Any) -> NkiTensor: return _nl.power(self, o)
-    def __mod__(self, o: Any) -> NkiTensor: return _nl.mod(self, o)
-    def __neg__(self) -> NkiTensor: return _nl.negative(self)
-    def __abs__(self) -> NkiTensor: return _nl.abs(self)
-    def __lt__(self, o: Any) -> NkiTensor: return _nl.less(self, o)
-    def __le__(self, o: Any) -> NkiTensor: return _nl.less_equal(self, o)
-    def __gt__(self, o: Any) -> NkiTensor: return _nl.greater(self, o)
-    def __ge__(self, o: Any) -> NkiTensor: return _nl.greater_equal(self, o)
-    def __eq__(self, o: Any) -> NkiTensor: return _nl.equal(self, o)  # type: ignore[override]
-    def __ne__(self, o: Any) -> NkiTensor: return _nl.not_equal(self, o)  # type: ignore[override]
-    def __and__(self, o: Any) -> NkiTensor: return _nl.bitwise_and(self, o)
-    def __or__(self, o: Any) -> NkiTensor: return _nl.bitwise_or(self, o)
-    def __xor__(self, o: Any) -> NkiTensor: return _nl.bitwise_xor(self, o)
-    def __invert__(self) -> NkiTensor: return _nl.invert(self)
-    __hash__ = object.__hash__
-
-    def __iadd__(self, o: Any) -> NkiTensor: return _nl.accumulate(self, o, "add")
-    def __isub__(self, o: Any) -> NkiTensor: return _nl.accumulate(self, o, "subtract")
-    def __imul__(self, o: Any) -> NkiTensor: return _nl.accumulate(self, o, "multiply")
-    def __itruediv__(self, o: Any) -> NkiTensor: return _nl.accumulate(self, o, "divide")
-
-
-from . import language as _nl  # noqa: E402  (operators forward to nl; cyclic by design)
-
+_operators._nl = _nl  # the operators forward to nl too
