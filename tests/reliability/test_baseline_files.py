@@ -134,3 +134,50 @@ def test_model_change_is_told_apart_from_a_regression() -> None:
     # within tolerance, a model change alone passes
     assert compare("k", Path("b.json"), old, dict(new, latency_ns=101.0), 0.02) is None
 
+
+
+MANY = INNER + '''
+
+import pytest
+
+
+@pytest.mark.parametrize("cols", [64 * k for k in range(1, 13)])
+def test_many(cycle_baseline, cols):
+    a = np.ones((128, cols), np.float32)
+    cycle_baseline(ncs.simulate(add, a, a, functional=False))
+'''
+
+
+def test_a_killed_update_leaves_the_old_file_or_the_new_one(tmp_path: Path) -> None:
+    """SIGKILL a real `pytest --update-cycle-baselines` at several moments: the file is always
+    valid JSON and either the old content or a complete new one, never a mix."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "test_k.py").write_text(MANY)
+    path = tmp_path / "cycle_baselines.json"
+    old = {"test_k.py::test_add": {"latency_ns": 1.0}}
+    plugin = [] if registered_by_entry_point() else ["-p", "neuroncore_sim.pytest_plugin"]
+    cmd = [sys.executable, "-m", "pytest", "-q", *plugin, "-p", "no:cacheprovider",
+           "--update-cycle-baselines", "test_k.py"]
+    seen = set()
+    for delay in (0.8, 1.6, 30.0):
+        path.write_text(json.dumps(old) + "\n")
+        proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        try:
+            proc.wait(timeout=delay)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+        data = json.loads(path.read_text())
+        if data == old:
+            seen.add("old")
+        else:
+            assert len(data) == 13 and "test_k.py::test_add" in data  # complete
+            seen.add("new")
+        assert [p.name for p in tmp_path.iterdir()
+                if "cycle_baselines" in p.name and p != path] == []  # no temporary left
+    assert "new" in seen  # the last run (30 s) finishes
