@@ -8,8 +8,9 @@ naming producers) to JSON-ready dicts; :meth:`SimResult.summary` merges them. De
 
   - ``tensor_flops``: useful matmul FLOPs at the TensorE peak for their dtype
     (:attr:`KernelWork.matmul_peak_ns`);
-  - ``dma_bandwidth``: DMA bytes at the peak of all DMA engines
-    (``dma_engines x dma_engine_bytes_per_ns``);
+  - ``dma_bandwidth``: DMA bytes at the DMA engines' rates, over all ``dma_engines``: bytes of
+    DMAs that read HBM at ``dma_hbm_read_bytes_per_ns``, the others at
+    ``dma_engine_bytes_per_ns`` (``cost.dma_engines_ns``);
   - ``hbm_bandwidth``: HBM bytes (read plus written) at ``hbm_bytes_per_ns``;
   - ``<engine>_work`` for tensor, vector, scalar, gpsimd, sync: the engine's summed occupancy.
     Each engine runs its instructions one at a time and each occupies it for its cost formula,
@@ -31,6 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..config import NeuronCoreConfig
+from .cost import dma_engines_ns
 from .events import COMPUTE_ROWS, LOAD_STATIONARY, Event, TimingResult
 from ..program.ir import Program
 
@@ -63,7 +65,7 @@ def roofline(timing: TimingResult, config: NeuronCoreConfig) -> dict[str, Any]:
     """
     w = timing.work
     terms = {"tensor_flops": w.matmul_peak_ns,
-             "dma_bandwidth": w.dma_bytes / dma_peak_bytes_per_ns(config),
+             "dma_bandwidth": dma_engines_ns(w, config),
              "hbm_bandwidth": w.hbm_bytes / config.hbm_bytes_per_ns}
     for row in COMPUTE_ROWS:
         terms[f"{row}_work"] = timing.busy_ns.get(row, 0.0)

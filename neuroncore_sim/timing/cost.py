@@ -371,7 +371,7 @@ def kernel_work(program: Program, config: NeuronCoreConfig) -> KernelWork:
     """
     macs_per_ns = (config.num_partitions * config.gemm_stationary_fmax
                    * config.tensor_clock_hz / 1e9)
-    flops = dma_bytes = hbm_bytes = 0
+    flops = dma_bytes = hbm_bytes = read_bytes = 0
     mm_ns = 0.0
     for ins in program.instructions:
         if ins.opcode is Opcode.NC_MATMUL:
@@ -384,13 +384,21 @@ def kernel_work(program: Program, config: NeuronCoreConfig) -> KernelWork:
             nbytes = max(src.nbytes, dst.nbytes)
             dma_bytes += nbytes
             hbm_bytes += nbytes * ((src.space is MemSpace.HBM) + (dst.space is MemSpace.HBM))
-    return KernelWork(flops, mm_ns, dma_bytes, hbm_bytes)
+            read_bytes += nbytes if src.space is MemSpace.HBM else 0
+    return KernelWork(flops, mm_ns, dma_bytes, hbm_bytes, read_bytes)
+
+
+def dma_engines_ns(work: KernelWork, config: NeuronCoreConfig) -> float:
+    """The shortest time the DMA engines can move ``work``'s bytes: each byte at its engine's
+    rate (``dma_hbm_read_bytes_per_ns`` for DMAs reading HBM, ``dma_engine_bytes_per_ns`` for
+    the others), spread over all ``dma_engines``."""
+    other = work.dma_bytes - work.dma_hbm_read_bytes
+    return (work.dma_hbm_read_bytes / config.dma_hbm_read_bytes_per_ns
+            + other / config.dma_engine_bytes_per_ns) / config.dma_engines
 
 
 def roofline_ns(program: Program, config: NeuronCoreConfig) -> float:
     """A lower bound on the latency: the largest of matmul FLOPs at TensorE peak, DMA bytes at
-    the peak of all DMA engines, and HBM bytes at the HBM bandwidth."""
+    the DMA engines' rates, and HBM bytes at the HBM bandwidth."""
     w = kernel_work(program, config)
-    return max(w.matmul_peak_ns,
-               w.dma_bytes / (config.dma_engines * config.dma_engine_bytes_per_ns),
-               w.hbm_bytes / config.hbm_bytes_per_ns)
+    return max(w.matmul_peak_ns, dma_engines_ns(w, config), w.hbm_bytes / config.hbm_bytes_per_ns)

@@ -120,12 +120,16 @@ class KernelWork:
             operands run ``fp32_matmul_slowdown`` times slower, less with a onezero hint).
         dma_bytes: bytes moved by DMA instructions.
         hbm_bytes: bytes those DMAs read from plus write to HBM.
+        dma_hbm_read_bytes: the part of ``dma_bytes`` moved by DMAs that read HBM (their DMA
+            engines move it at ``dma_hbm_read_bytes_per_ns``, the rest at
+            ``dma_engine_bytes_per_ns``).
     """
 
     matmul_flops: int = 0
     matmul_peak_ns: float = 0.0
     dma_bytes: int = 0
     hbm_bytes: int = 0
+    dma_hbm_read_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True)

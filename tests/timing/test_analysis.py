@@ -123,6 +123,9 @@ COPY_START = MM_START + 512 / 2.8 + 155 + 30  # 3169.12
 LATENCY = COPY_START + 512 / 1.12 + 60 / 1.12 + 30 + 1300 + ST_T  # 5915.0
 MM_NS = 512 / 2.8  # 128*128*512 MACs at 128*128 MACs per cycle at 2.8 GHz = 182.857 ns
 DMA_BYTES = 128 * 128 * 2 + 128 * 512 * 2 + 128 * 512 * 4  # 425,984: every byte crosses HBM once
+READ_BYTES = 128 * 128 * 2 + 128 * 512 * 2  # the two loads read HBM: 163,840
+# The DMA engines move the loads at dma_hbm_read_bytes_per_ns (6.96), the store at 18.1, over 16
+DMA_NS = (READ_BYTES / 6.96 + (DMA_BYTES - READ_BYTES) / 18.1) / 16  # 2376.46
 
 
 def test_one_matmul_latency_by_hand(matmul_result):
@@ -135,15 +138,15 @@ def test_one_matmul_roofline_and_mfu(matmul_result):
     assert s["matmul_flops"] == 16_777_216
     terms = s["roofline_terms_ns"]
     assert terms["tensor_flops"] == pytest.approx(MM_NS)  # 182.857
-    assert terms["dma_bandwidth"] == pytest.approx(DMA_BYTES / (16 * 18.1))  # 1470.94
+    assert terms["dma_bandwidth"] == pytest.approx(DMA_NS)  # 2376.46
     assert terms["hbm_bandwidth"] == pytest.approx(DMA_BYTES / 410.0)  # 1038.99
     assert terms["tensor_work"] == pytest.approx(MM_NS)
     assert terms["vector_work"] == pytest.approx(512 / 1.12)  # the copy: 457.14
     assert terms["scalar_work"] == terms["gpsimd_work"] == 0.0
     assert s["roofline_limit"] == "dma_bandwidth"
-    assert s["roofline_ns"] == pytest.approx(1470.939)
-    assert s["latency_over_roofline"] == pytest.approx(LATENCY / 1470.939, rel=1e-5)  # 4.646
-    assert s["roofline_percent"] == pytest.approx(100 * 1470.939 / LATENCY, rel=1e-5)  # 21.5
+    assert s["roofline_ns"] == pytest.approx(DMA_NS)
+    assert s["latency_over_roofline"] == pytest.approx(LATENCY / DMA_NS, rel=1e-5)  # 2.489
+    assert s["roofline_percent"] == pytest.approx(100 * DMA_NS / LATENCY, rel=1e-5)  # 40.2
     # MFU: 182.857 ns of peak TensorE work in 5915.0 ns = 3.09 %.
     assert s["mfu_percent"] == pytest.approx(100 * MM_NS / LATENCY, rel=1e-4)
     assert s["achieved_tflops"] == pytest.approx(16_777_216 / LATENCY / 1000)  # 2.4548
@@ -221,7 +224,7 @@ def test_one_matmul_memory(matmul_result):
 
 def test_summary_text_names_the_new_numbers(matmul_result):
     text = report.summary_text(matmul_result)
-    assert (f"roofline   : 1,471 ns (dma_bandwidth); the estimate is {LATENCY / 1470.939:.2f}x "
+    assert (f"roofline   : {DMA_NS:,.0f} ns (dma_bandwidth); the estimate is {LATENCY / DMA_NS:.2f}x "
             "the bound") in text
     assert f"MFU {100 * MM_NS / LATENCY:.1f}%" in text
     assert f"bandwidth {100 * DMA_BYTES / LATENCY / 289.6:.0f}% of peak 289.6 B/ns (dma_engines 16 x dma_engine_bytes_per_ns 18.1)" \
@@ -245,10 +248,11 @@ def test_dma_bound_verdict():
     assert s["bottleneck"] == "dma" and ev["busiest"] == "dma"
     assert ev["busiest_percent"] == s["dma_queue_busy_percent"] > 90
     assert ev["threshold_percent"] == 50.0
-    # 8 loads + 8 stores of 512 KiB: 8 MiB at 289.6 B/ns = 28,966 ns is the bound.
+    # 8 loads + 8 stores of 512 KiB: 4 MiB read at 16 x 6.96 B/ns and 4 MiB written at
+    # 16 x 18.1 B/ns = 52,147 ns is the bound.
     assert s["dma_bytes"] == 16 * 128 * 1024 * 4
     assert s["roofline_limit"] == "dma_bandwidth"
-    assert s["roofline_ns"] == pytest.approx(8 * 2**20 / 289.6)
+    assert s["roofline_ns"] == pytest.approx((4 * 2**20 / 6.96 + 4 * 2**20 / 18.1) / 16)
     assert s["mfu_percent"] == 0.0 and s["matmul_flops"] == 0
     pct = f"{s['dma_bandwidth_percent_of_peak']:.0f}"
     assert ev["reason"] == (f"dma queues busy {ev['busiest_percent']:.1f}% of the latency > 50%;"
