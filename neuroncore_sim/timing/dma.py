@@ -19,10 +19,11 @@ from .cost import DmaTransfer, dma_transfers
 from ..program.ir import Instruction
 
 
-#: A placed transfer: (engine index, start_ns, end_ns, bytes, engine_wait). ``engine_wait``:
-#: it started later than the earliest allowed time because every DMA engine was busy. (Plain
-#: tuples: a launch places hundreds of thousands of transfers.)
-PlacedTransfer = tuple[int, float, float, int, bool]
+#: The placed transfers of one instruction, as parallel lists (a launch places hundreds of
+#: thousands of transfers; the timing model appends the lists to its event columns): engine
+#: index, start_ns, end_ns, bytes, and engine_wait (it started later than the earliest allowed
+#: time because every DMA engine was busy).
+PlacedTransfers = tuple[list[int], list[float], list[float], list[int], list[bool]]
 
 
 class DmaEngines:
@@ -40,7 +41,7 @@ class DmaEngines:
         # Transfer plans depend only on the operands' layout: cache them per layout.
         self._plans: dict[tuple[object, ...], tuple[DmaTransfer, ...]] = {}
 
-    def issue(self, ins: Instruction, ready_ns: float) -> tuple[float, list[PlacedTransfer]]:
+    def issue(self, ins: Instruction, ready_ns: float) -> tuple[float, PlacedTransfers]:
         """Reserve engines for the transfers of ``ins``, ready at ``ready_ns``.
 
         Returns:
@@ -48,7 +49,11 @@ class DmaEngines:
         """
         cfg = self._config
         earliest = ready_ns + cfg.dma_fixed_latency_ns
-        placed: list[PlacedTransfer] = []
+        engines: list[int] = []
+        starts: list[float] = []
+        ends: list[float] = []
+        sizes: list[int] = []
+        waits: list[bool] = []
         done = earliest
         src, dst = ins.srcs["src"], ins.out
         key = (ins.opcode, src.space, dst.space, src.pattern, dst.pattern,
@@ -69,7 +74,11 @@ class DmaEngines:
                 if hbm_free > end:
                     end = hbm_free
             push(free, (end, e))
-            placed.append((e, start, end, tr.nbytes, start > earliest))
+            engines.append(e)
+            starts.append(start)
+            ends.append(end)
+            sizes.append(tr.nbytes)
+            waits.append(start > earliest)
             if end > done:
                 done = end
-        return done, placed
+        return done, (engines, starts, ends, sizes, waits)

@@ -46,8 +46,8 @@ from ..config import NeuronCoreConfig
 from .cost import (cycles_to_ns, instruction_cycles, kernel_work, matmul_stage_cycles,
                    pipeline_latency_ns)
 from .dma import DmaEngines
-from .events import (COMPUTE_ROWS, DMA_ROW_PREFIX, LOAD_STATIONARY, MULTIPLY_MOVING,
-                     TENSOR_LS_ROW, Event, TimingResult, dma_row, is_dma_row)
+from .event_log import EventLog
+from .events import COMPUTE_ROWS, LOAD_STATIONARY, MULTIPLY_MOVING, TENSOR_LS_ROW, TimingResult
 from .hoist import loop_invariant
 from ..program.ir import Engine, Instruction, MemSpace, Opcode, Program
 from .schedule import DMA_QUEUE, RAW, WAR, InstanceSchedule, build_schedule
@@ -76,23 +76,15 @@ def simulate_timing(program: Program, config: NeuronCoreConfig,
         CapacityError: the program's tiles do not fit in SBUF/PSUM (from the scheduler).
     """
     schedule = build_schedule(program, config)
-    events: list[Event] = []
+    log = EventLog(config.dma_engines)
     ends: dict[int, float] = {}
     t0 = 0.0
     tick = _Ticker(progress, len(program.instructions))
     for inst in schedule.instances:
-        t0 = _InstanceRun(inst, config, t0, events, ends, tick).run()
+        t0 = _InstanceRun(inst, config, t0, log, ends, tick).run()
     tick.done()
-    ranks: dict[str, tuple[int, int, str]] = {}
-    for e in events:
-        if e.engine not in ranks:
-            ranks[e.engine] = _row_rank(e.engine)
-    events.sort(key=lambda e: (e.start_ns, ranks[e.engine], e.instr_id, e.end_ns))
-    busy: dict[str, float] = {}
-    for e in events:
-        busy[e.engine] = busy.get(e.engine, 0.0) + (e.end_ns - e.start_ns)
-    latency = max((e.end_ns for e in events), default=0.0)
-    return TimingResult(events=tuple(events), latency_ns=latency, busy_ns=busy,
+    events, busy, latency = log.finish()
+    return TimingResult(events=events, latency_ns=latency, busy_ns=busy,
                         instruction_end_ns=ends, work=kernel_work(program, config),
                         warnings=schedule.warnings)
 
@@ -114,15 +106,6 @@ class _Ticker:
             self.callback(self.count)
 
 
-def _row_rank(row: str) -> tuple[int, int, str]:
-    """Display order of rows: compute engines, tensor_ls, then dma0..dma15 numerically."""
-    if row in COMPUTE_ROWS:
-        return (0, COMPUTE_ROWS.index(row), row)
-    if is_dma_row(row):
-        return (2, int(row[len(DMA_ROW_PREFIX):]), row)
-    return (1, 0, row)
-
-
 def _nbytes(ins: Instruction) -> int:
     return sum(a.nbytes for a, _ in ins.accesses())
 
@@ -131,8 +114,8 @@ class _InstanceRun:
     """One simpy run of one SPMD instance, starting at ``t0``."""
 
     def __init__(self, inst: InstanceSchedule, config: NeuronCoreConfig, t0: float,
-                 events: list[Event], ends: dict[int, float], tick: _Ticker) -> None:
-        self.inst, self.cfg, self.events, self.tick = inst, config, events, tick
+                 log: EventLog, ends: dict[int, float], tick: _Ticker) -> None:
+        self.inst, self.cfg, self.log, self.tick = inst, config, log, tick
         self.env = simpy.Environment(initial_time=t0)
         self.by_id = {ins.id: ins for ins in inst.instructions}
         self.queue_of = {iid: q for q, ids in inst.queues.items() for iid in ids}
@@ -141,10 +124,9 @@ class _InstanceRun:
         self.sbuf_port = simpy.Resource(self.env, capacity=1)
         self.psum_port = simpy.Resource(self.env, capacity=1)
         self.dma = DmaEngines(config, t0)
-        self.dma_rows = [dma_row(e) for e in range(config.dma_engines)]
         self.overhead: dict[int, float] = {}
-        self.sources: dict[object, str] = {}  # SourceLoc -> "file.py:LINE" (str() is slow)
-        self._last_source: tuple[object, str] = (None, "")  # the last (loc, source) looked up
+        self.sources: dict[object, int] = {}  # SourceLoc -> code of "file.py:LINE" (str() is slow)
+        self._last_source: tuple[object, int] = (None, -1)  # the last (loc, code) looked up
         self._pipe: dict[str, float] = {}  # queue name -> pipeline_latency_ns of its engine
         self.edges = {iid: self._edges(iid) for iid in self.by_id}
         #: repeats of loop-invariant instructions: computed once by the compiler (hoist.py)
@@ -231,20 +213,22 @@ class _InstanceRun:
             yield env.timeout(ready - env.now)
         return f"{self.queue_of[why]}#{why}" if ready > entry else ""
 
-    def _source(self, ins: Instruction) -> str:
-        """The instruction's kernel line as "file.py:LINE" ("" without one)."""
+    def _source(self, ins: Instruction) -> int:
+        """The code (:meth:`EventLog.source_code`) of the instruction's kernel line
+        "file.py:LINE" ("" without one)."""
         last_loc, source = self._last_source
         if ins.loc is not last_loc:  # (consecutive instructions often share a line)
             source = self.sources.get(ins.loc)
             if source is None:
-                source = self.sources[ins.loc] = str(ins.loc) if ins.loc is not None else ""
+                source = self.sources[ins.loc] = self.log.source_code(
+                    str(ins.loc) if ins.loc is not None else "")
             self._last_source = (ins.loc, source)
         return source
 
     def _record(self, ins: Instruction, engine: str, opcode: str, start: float, end: float,
                 nbytes: int, why: str) -> None:
-        self.events.append(Event(ins.id, engine, opcode, start, end, nbytes, why,
-                                 self._source(ins), ins.instance))
+        self.log.add(ins.id, self.log.row_code(engine), opcode, start, end, nbytes, why,
+                     self._source(ins), ins.instance)
 
     # --- engine processes -------------------------------------------------------------------
 
@@ -334,9 +318,5 @@ class _InstanceRun:
         done, placed = self.dma.issue(ins, self.env.now)
         self._finish(iid, done)
         # a spill save / reload (schedule.py) shows as such; its Instruction is a dma_copy
-        opcode = ins.attrs.get("spill") or ins.opcode.value
-        source, rows, instance = self._source(ins), self.dma_rows, ins.instance
-        append = self.events.append
-        for e, start, end, nbytes, engine_wait in placed:
-            append(Event(iid, rows[e], opcode, start, end, nbytes,
-                         "dma_engine" if engine_wait else why, source, instance))
+        self.log.add_transfers(iid, ins.attrs.get("spill") or ins.opcode.value, placed, why,
+                               self._source(ins), ins.instance)
