@@ -179,8 +179,12 @@ class _InstanceRun:
                 self._mark_dependent_vector(ids)
             proc = self._tensor(ids) if name == "tensor" else self._compute(Engine(name), ids)
             self.env.process(proc)
-        for iid in self.inst.queues.get(DMA_QUEUE, ()):
-            self.env.process(self._dma(iid))
+        dmas = self.inst.queues.get(DMA_QUEUE, ())
+        if dmas:
+            # One process starts every DMA, at the point where one process per DMA would
+            # have started (their Initialize events, after the engines'); each then goes on
+            # as simpy callbacks: no process, generator or end event per DMA.
+            self.env.process(self._start_dmas(dmas))
         self.env.run()
         ends = [self.end[iid] for iid in self.by_id]
         return max(ends, default=self.env.now)
@@ -211,7 +215,27 @@ class _InstanceRun:
                 ready, why = t, p
         if ready > env.now:
             yield env.timeout(ready - env.now)
-        return f"{self.queue_of[why]}#{why}" if ready > entry else ""
+        return self._name(why) if ready > entry else ""
+
+    def _ready(self, edges: list[Edge]) -> tuple[float, int] | None:
+        """Without simpy: when every producer in ``edges`` is visible and the producer that
+        set that time (-1: none is later than now), or None while one has not finished (then
+        :meth:`_wait` waits). Most dependencies have finished by the time an instruction's
+        turn comes; this saves them a generator."""
+        end = self.end
+        ready, why = self.env.now, -1
+        for p, extra in edges:
+            t = end.get(p)
+            if t is None:
+                return None
+            t += extra
+            if t > ready:
+                ready, why = t, p
+        return ready, why
+
+    def _name(self, iid: int) -> str:
+        """How an event names the producer it waited on ("vector#12")."""
+        return f"{self.queue_of[iid]}#{iid}"
 
     def _source(self, ins: Instruction) -> int:
         """The code (:meth:`EventLog.source_code`) of the instruction's kernel line
@@ -246,7 +270,14 @@ class _InstanceRun:
         env = self.env
         for iid in ids:
             ins = self.by_id[iid]
-            why = yield from self._wait(self.edges[iid])
+            r = self._ready(self.edges[iid])
+            if r is None:  # a producer has not finished: the simpy wait
+                why = yield from self._wait(self.edges[iid])
+            elif r[0] > env.now:
+                yield env.timeout(r[0] - env.now)
+                why = self._name(r[1])
+            else:
+                why = ""
             # Ask for every port at once (queued in program order at this instant).
             held = [(port, port.request(), name) for port, name in self._ports(ins)]
             busy_ports = [name for _, req, name in held if not req.triggered]
@@ -275,7 +306,14 @@ class _InstanceRun:
             ins = self.by_id[iid]
             if ins.opcode is not Opcode.NC_MATMUL:
                 free_at = max(mm_free, ls_free)
-                why = yield from self._wait(self.edges[iid])
+                r = self._ready(self.edges[iid])
+                if r is None:  # a producer has not finished: the simpy wait
+                    why = yield from self._wait(self.edges[iid])
+                elif r[0] > env.now:
+                    yield env.timeout(r[0] - env.now)
+                    why = self._name(r[1])
+                else:
+                    why = ""
                 start = max(env.now, free_at)
                 if start > env.now:
                     yield env.timeout(start - env.now)
@@ -291,14 +329,28 @@ class _InstanceRun:
             if iid not in self.inst.ls_skip:
                 st_producers = set(self.inst.ls_deps.get(iid, ()))
                 ls_edges = [e for e in self.edges[iid] if e[0] in st_producers]
-                why = yield from self._wait(ls_edges)
+                r = self._ready(ls_edges)
+                if r is None:  # a producer has not finished: the simpy wait
+                    why = yield from self._wait(ls_edges)
+                elif r[0] > env.now:
+                    yield env.timeout(r[0] - env.now)
+                    why = self._name(r[1])
+                else:
+                    why = ""
                 ls_start = max(env.now, ls_free, mm_prev_start)
                 ls_end = ls_start + cycles_to_ns(Engine.TENSOR, ls_cycles, cfg)
                 self._record(ins, TENSOR_LS_ROW, LOAD_STATIONARY, ls_start, ls_end,
                              ins.srcs["stationary"].nbytes,
                              why if ls_start > max(ls_free, mm_prev_start) else "")
                 ls_free = ls_end
-            why = yield from self._wait(self.edges[iid])
+            r = self._ready(self.edges[iid])
+            if r is None:  # a producer has not finished: the simpy wait
+                why = yield from self._wait(self.edges[iid])
+            elif r[0] > env.now:
+                yield env.timeout(r[0] - env.now)
+                why = self._name(r[1])
+            else:
+                why = ""
             free_at = max(ls_end, mm_free)
             start = max(env.now, free_at)
             if start > env.now:
@@ -311,12 +363,61 @@ class _InstanceRun:
                          ins.srcs["moving"].nbytes + ins.out.nbytes, why)
             mm_prev_start, mm_free = start, end
 
-    def _dma(self, iid: int) -> Generator:
-        """One DMA instruction: wait for its dependencies, then place its transfers."""
+    def _start_dmas(self, ids: tuple[int, ...]) -> Generator:
+        """Start every DMA instruction (then wait for nothing: a process must be a
+        generator)."""
+        for iid in ids:
+            _Dma(self, iid).step()
+        return
+        yield  # (unreachable: makes this a generator)
+
+    def _issue_dma(self, iid: int, why: str) -> None:
+        """Place the transfers of DMA ``iid``, its dependencies met now."""
         ins = self.by_id[iid]
-        why = yield from self._wait(self.edges[iid])
         done, placed = self.dma.issue(ins, self.env.now)
         self._finish(iid, done)
         # a spill save / reload (schedule.py) shows as such; its Instruction is a dma_copy
         self.log.add_transfers(iid, ins.attrs.get("spill") or ins.opcode.value, placed, why,
                                self._source(ins), ins.instance)
+
+
+class _Dma:
+    """One DMA instruction waiting for its dependencies, then issued: :meth:`_InstanceRun._wait`
+    as simpy callbacks. DMAs are issued dataflow-style, so each used to be a simpy process of
+    its own; the callbacks run in the same order as that process's steps (a process resumes
+    by a callback appended to the event it waits on), so every DMA is issued at the same time
+    and in the same order."""
+
+    __slots__ = ("run", "iid", "edges", "next", "entry", "ready", "why")
+
+    def __init__(self, run: _InstanceRun, iid: int) -> None:
+        self.run, self.iid, self.edges, self.next = run, iid, run.edges[iid], 0
+        self.entry = self.ready = run.env.now
+        self.why = -1  # the producer that set ready last
+
+    def step(self, _event: object = None) -> None:
+        """Go through the producers; wait on the first unfinished one, else issue (after the
+        latency of the last visible result)."""
+        run = self.run
+        env, end, edges = run.env, run.end, self.edges
+        while self.next < len(edges):
+            p, extra = edges[self.next]
+            if p not in end:
+                ev = run.waiters.get(p)
+                if ev is None:
+                    ev = run.waiters[p] = env.event()
+                ev.callbacks.append(self.step)
+                return
+            t = end[p] + extra
+            if t > self.ready:
+                self.ready, self.why = t, p
+            self.next += 1
+        if self.ready > env.now:
+            env.timeout(self.ready - env.now).callbacks.append(self.issue)
+        else:
+            self.issue()
+
+    def issue(self, _event: object = None) -> None:
+        """Issue the DMA now, naming what delayed it."""
+        run = self.run
+        run._issue_dma(self.iid, run._name(self.why) if self.ready > self.entry else "")
