@@ -128,6 +128,8 @@ class _InstanceRun:
         self.sources: dict[object, int] = {}  # SourceLoc -> code of "file.py:LINE" (str() is slow)
         self._last_source: tuple[object, int] = (None, -1)  # the last (loc, code) looked up
         self._pipe: dict[str, float] = {}  # queue name -> pipeline_latency_ns of its engine
+        self._matmul_cache: dict[tuple, tuple[float, float]] = {}  # layout -> stage ns
+        self._rows: dict[str, int] = {}  # row -> its code in the log
         self.edges = {iid: self._edges(iid) for iid in self.by_id}
         #: repeats of loop-invariant instructions: computed once by the compiler (hoist.py)
         self.hoisted = loop_invariant(inst.instructions)
@@ -251,8 +253,11 @@ class _InstanceRun:
 
     def _record(self, ins: Instruction, engine: str, opcode: str, start: float, end: float,
                 nbytes: int, why: str) -> None:
-        self.log.add(ins.id, self.log.row_code(engine), opcode, start, end, nbytes, why,
-                     self._source(ins), ins.instance)
+        code = self._rows.get(engine)
+        if code is None:
+            code = self._rows[engine] = self.log.row_code(engine)
+        self.log.add(ins.id, code, opcode, start, end, nbytes, why, self._source(ins),
+                     ins.instance)
 
     # --- engine processes -------------------------------------------------------------------
 
@@ -264,6 +269,23 @@ class _InstanceRun:
         if ins.engine in _PSUM_SHARERS and MemSpace.PSUM in spaces:
             ports.append((self.psum_port, "port:psum"))
         return ports
+
+    def _matmul_ns(self, ins: Instruction) -> tuple[float, float]:
+        """(LoadStationary, MultiplyMoving) nanoseconds of an nc_matmul, remembered per
+        operand layout: :func:`matmul_stage_cycles` depends only on each operand's role,
+        memory, pattern and dtype and on the onezero hints (a kernel's matmuls have few
+        layouts)."""
+        attrs = ins.attrs
+        # (a dtype by identity too: tfloat32 equals float32 but costs like bf16)
+        key = (tuple((r, a.space, a.pattern, id(a.dtype), a.dtype) for r, a in ins.srcs.items()),
+               tuple((r, a.space, a.pattern, id(a.dtype), a.dtype) for r, a in ins.dsts.items()),
+               attrs.get("is_stationary_onezero"), attrs.get("is_moving_onezero"))
+        ns = self._matmul_cache.get(key)
+        if ns is None:
+            ls, mm = matmul_stage_cycles(ins, self.cfg)
+            ns = self._matmul_cache[key] = (cycles_to_ns(Engine.TENSOR, ls, self.cfg),
+                                            cycles_to_ns(Engine.TENSOR, mm, self.cfg))
+        return ns
 
     def _compute(self, engine: Engine, ids: tuple[int, ...]) -> Generator:
         """In-order process of VectorE, ScalarE, GpSimd or Sync."""
@@ -324,7 +346,7 @@ class _InstanceRun:
                 mm_free = ls_free = start + dur
                 mm_prev_start = start
                 continue
-            ls_cycles, mm_cycles = matmul_stage_cycles(ins, cfg)
+            ls_ns, mm_ns = self._matmul_ns(ins)
             ls_end = 0.0
             if iid not in self.inst.ls_skip:
                 st_producers = set(self.inst.ls_deps.get(iid, ()))
@@ -338,7 +360,7 @@ class _InstanceRun:
                 else:
                     why = ""
                 ls_start = max(env.now, ls_free, mm_prev_start)
-                ls_end = ls_start + cycles_to_ns(Engine.TENSOR, ls_cycles, cfg)
+                ls_end = ls_start + ls_ns
                 self._record(ins, TENSOR_LS_ROW, LOAD_STATIONARY, ls_start, ls_end,
                              ins.srcs["stationary"].nbytes,
                              why if ls_start > max(ls_free, mm_prev_start) else "")
@@ -357,7 +379,7 @@ class _InstanceRun:
                 yield env.timeout(start - env.now)
             if start <= free_at:
                 why = LOAD_STATIONARY if ls_end > mm_free else ""
-            end = start + cycles_to_ns(Engine.TENSOR, mm_cycles, cfg)
+            end = start + mm_ns
             self._finish(iid, end)
             self._record(ins, "tensor", MULTIPLY_MOVING, start, end,
                          ins.srcs["moving"].nbytes + ins.out.nbytes, why)

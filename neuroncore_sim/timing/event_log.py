@@ -77,11 +77,13 @@ class EventLog:
         :meth:`source_code`)."""
         self.instr_id.append(instr_id)
         self.row.append(row)
-        self.opcode.append(_code(self.opcodes, opcode))
+        code = self.opcodes.get(opcode)  # (_code inlined: this runs per compute event)
+        self.opcode.append(code if code is not None else _code(self.opcodes, opcode))
         self.start.append(start)
         self.end.append(end)
         self.nbytes.append(nbytes)
-        self.waited.append(_code(self.whys, why))
+        code = self.whys.get(why)
+        self.waited.append(code if code is not None else _code(self.whys, why))
         self.source.append(source)
         self.instance.append(instance)
 
