@@ -130,17 +130,24 @@ class _InstanceRun:
         self._pipe: dict[str, float] = {}  # queue name -> pipeline_latency_ns of its engine
         self._matmul_cache: dict[tuple, tuple[float, float]] = {}  # layout -> stage ns
         self._rows: dict[str, int] = {}  # row -> its code in the log
-        self.edges = {iid: self._edges(iid) for iid in self.by_id}
+        #: VectorE instruction -> the one before it, whose result it reads without the
+        #: pipeline latency (_mark_dependent_vector)
+        self.no_latency: dict[int, int] = {}
         #: repeats of loop-invariant instructions: computed once by the compiler (hoist.py)
         self.hoisted = loop_invariant(inst.instructions)
 
     # --- setup ------------------------------------------------------------------------------
 
-    def _edges(self, iid: int) -> list[Edge]:
-        """Dependencies of ``iid`` with the latency each adds after its producer's end."""
+    def edges(self, iid: int) -> list[Edge]:
+        """Dependencies of ``iid`` with the latency each adds after its producer's end (made
+        when the instruction's turn comes, once, not kept: a list per instruction for the
+        whole run was a tenth of a timing-only run's memory)."""
         cfg, q = self.cfg, self.queue_of[iid]
         out = []
-        for p, kind in self.inst.deps.get(iid, ()):
+        prev = self.no_latency.get(iid)
+        # Each instruction's edges are made once: its schedule entry is dropped as it is read
+        # (the schedule belongs to this run; freeing it as the run goes lowers peak memory).
+        for p, kind in self.inst.deps.pop(iid, ()):
             qp = self.queue_of[p]
             if qp == DMA_QUEUE:
                 extra = cfg.semaphore_latency_ns
@@ -152,7 +159,7 @@ class _InstanceRun:
                 extra = cfg.semaphore_latency_ns
             else:
                 extra = self._pipeline_ns(qp) + cfg.semaphore_latency_ns
-            out.append((p, extra))
+            out.append((p, 0.0 if p == prev else extra))
         return out
 
     def _pipeline_ns(self, queue: str) -> float:
@@ -169,7 +176,7 @@ class _InstanceRun:
             if (prev, RAW) in self.inst.deps.get(iid, ()):
                 self.overhead[iid] = cycles_to_ns(
                     Engine.VECTOR, self.cfg.vector_dependent_overhead_cycles, self.cfg)
-                self.edges[iid] = [(p, 0.0 if p == prev else x) for p, x in self.edges[iid]]
+                self.no_latency[iid] = prev
 
     def run(self) -> float:
         """Run the instance; return the time its last instruction ends."""
@@ -292,9 +299,10 @@ class _InstanceRun:
         env = self.env
         for iid in ids:
             ins = self.by_id[iid]
-            r = self._ready(self.edges[iid])
+            edges = self.edges(iid)
+            r = self._ready(edges)
             if r is None:  # a producer has not finished: the simpy wait
-                why = yield from self._wait(self.edges[iid])
+                why = yield from self._wait(edges)
             elif r[0] > env.now:
                 yield env.timeout(r[0] - env.now)
                 why = self._name(r[1])
@@ -328,9 +336,10 @@ class _InstanceRun:
             ins = self.by_id[iid]
             if ins.opcode is not Opcode.NC_MATMUL:
                 free_at = max(mm_free, ls_free)
-                r = self._ready(self.edges[iid])
+                edges = self.edges(iid)
+                r = self._ready(edges)
                 if r is None:  # a producer has not finished: the simpy wait
-                    why = yield from self._wait(self.edges[iid])
+                    why = yield from self._wait(edges)
                 elif r[0] > env.now:
                     yield env.timeout(r[0] - env.now)
                     why = self._name(r[1])
@@ -347,10 +356,11 @@ class _InstanceRun:
                 mm_prev_start = start
                 continue
             ls_ns, mm_ns = self._matmul_ns(ins)
+            edges = self.edges(iid)
             ls_end = 0.0
             if iid not in self.inst.ls_skip:
                 st_producers = set(self.inst.ls_deps.get(iid, ()))
-                ls_edges = [e for e in self.edges[iid] if e[0] in st_producers]
+                ls_edges = [e for e in edges if e[0] in st_producers]
                 r = self._ready(ls_edges)
                 if r is None:  # a producer has not finished: the simpy wait
                     why = yield from self._wait(ls_edges)
@@ -365,9 +375,9 @@ class _InstanceRun:
                              ins.srcs["stationary"].nbytes,
                              why if ls_start > max(ls_free, mm_prev_start) else "")
                 ls_free = ls_end
-            r = self._ready(self.edges[iid])
+            r = self._ready(edges)
             if r is None:  # a producer has not finished: the simpy wait
-                why = yield from self._wait(self.edges[iid])
+                why = yield from self._wait(edges)
             elif r[0] > env.now:
                 yield env.timeout(r[0] - env.now)
                 why = self._name(r[1])
@@ -413,7 +423,7 @@ class _Dma:
     __slots__ = ("run", "iid", "edges", "next", "entry", "ready", "why")
 
     def __init__(self, run: _InstanceRun, iid: int) -> None:
-        self.run, self.iid, self.edges, self.next = run, iid, run.edges[iid], 0
+        self.run, self.iid, self.edges, self.next = run, iid, run.edges(iid), 0
         self.entry = self.ready = run.env.now
         self.why = -1  # the producer that set ready last
 

@@ -111,30 +111,37 @@ class EventLog:
     def finish(self) -> tuple[EventTable, dict[str, float], float]:
         """The events sorted by (start, row in display order, instruction, end), stably; the
         busy time per row (in order of first appearance, summed in that order) and the
-        latency (the last end). The log's columns are released."""
+        latency (the last end). The log's columns are released as they are sorted (each is
+        read in place, then dropped), so the sort needs little memory beyond the result."""
         names = {c: r for r, c in self.rows.items()}
         rank = np.zeros(max(len(self.rows), 1), dtype=np.int64)
         for i, code in enumerate(sorted(names, key=lambda c: _row_rank(names[c]))):
             rank[code] = i
-        start = np.array(self.start, dtype=np.float64)
-        end = np.array(self.end, dtype=np.float64)
-        ids = np.array(self.instr_id, dtype=np.int64)
-        row = np.array(self.row, dtype=np.uint16)
-        order = np.lexsort((end, ids, rank[row], start))  # last key first; stable
-        start, end, ids, row = start[order], end[order], ids[order], row[order]
-        numbers = {"instr_id": ids, "start_ns": start, "end_ns": end,
-                   "nbytes": np.array(self.nbytes, dtype=np.int64)[order],
-                   "instance": np.array(self.instance, dtype=np.int32)[order]}
 
-        def strings(codes: array, table: dict[str, int], dtype: type) -> tuple:
-            return (np.array(codes, dtype=dtype)[order], tuple(table))
+        def view(name: str) -> np.ndarray:
+            col = getattr(self, name)
+            return np.frombuffer(col, dtype=_DTYPES[col.typecode])
 
+        order = np.lexsort((view("end"), view("instr_id"), rank[view("row")],
+                            view("start")))  # last key first; stable
+
+        def take(name: str) -> np.ndarray:
+            out = view(name)[order]
+            setattr(self, name, None)  # (its buffer is freed with the last view of it)
+            return out
+
+        numbers = {"instr_id": take("instr_id"), "start_ns": take("start"),
+                   "end_ns": take("end"), "nbytes": take("nbytes"),
+                   "instance": take("instance")}
+        row = take("row")
         table = EventTable(numbers, {
             "engine": (row, tuple(names[c] for c in range(len(names)))),
-            "opcode": strings(self.opcode, self.opcodes, np.uint16),
-            "waited_on": strings(self.waited, self.whys, np.int32),
-            "source": strings(self.source, self.sources, np.int32)})
-        self.__init__(0)  # release the columns
+            "opcode": (take("opcode"), tuple(self.opcodes)),
+            "waited_on": (take("waited"), tuple(self.whys)),
+            "source": (take("source"), tuple(self.sources))})
+        del order
+        self.__init__(0)  # a fresh, empty log
+        start, end = numbers["start_ns"], numbers["end_ns"]
         busy: dict[str, float] = {}
         if len(row):
             # bincount adds the weights one by one in order: the same sums as a Python loop
@@ -144,3 +151,7 @@ class EventLog:
                 busy[names[code]] = sums[code]
         latency = float(end.max()) if len(end) else 0.0
         return table, busy, latency
+
+
+#: numpy dtype of each array typecode the log uses.
+_DTYPES = {"q": np.int64, "H": np.uint16, "d": np.float64, "i": np.int32}
