@@ -9,6 +9,7 @@ Results are new tiles: SBUF, except TensorE results which are in PSUM.
 from __future__ import annotations
 
 import enum
+import math
 from typing import Any
 
 import numpy as np
@@ -150,7 +151,7 @@ def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = Fal
     if st.shape[1] > cfg.gemm_stationary_fmax:
         raise _fail(ShapeError, f"{what} stationary: free size at most "
                     f"{cfg.gemm_stationary_fmax}, found {st.shape[1]}")
-    mv_free = int(np.prod(mv.shape[1:], dtype=np.int64))
+    mv_free = math.prod(mv.shape[1:])  # (shapes are Python ints; np.prod is slow per call)
     if mv_free > cfg.gemm_moving_fmax:
         raise _fail(ShapeError, f"{what} moving: free size at most {cfg.gemm_moving_fmax}, "
                     f"found {mv_free} ({list(mv.shape)})")
@@ -168,7 +169,7 @@ def nc_transpose(data: Any, *, mask: Any = None, dtype: Any = None,
     what = "nc_transpose"
     d = _tile(data, f"{what} data")
     cfg = _tracer.current(what).config
-    p, f = d.shape[0], int(np.prod(d.shape[1:], dtype=np.int64))
+    p, f = d.shape[0], math.prod(d.shape[1:])
     eng = engine_arg(engine, what)
     vmax = cfg.vector_transpose_max
     if eng is None:  # policy (docs/model.md): VectorE when it fits, else TensorE

@@ -245,9 +245,11 @@ def matmul_stage_cycles(ins: Instruction, config: NeuronCoreConfig) -> tuple[flo
     so with background loading a stream of same-shape matmuls issues one every MultiplyMoving.
     """
     penalty = stride_penalty(ins, config)
-    mm = matmul_average_cycles(ins, config) * penalty
-    ls = (ins.srcs["stationary"].free_size / config.load_stationary_speedup
-          * _matmul_dtype_factor(ins, config) * penalty)
+    factor = _matmul_dtype_factor(ins, config)  # (once: it runs per matmul)
+    n_st = ins.srcs["stationary"].free_size
+    base = max(min(config.mm_init_latency_cycles, n_st), ins.srcs["moving"].free_size)
+    mm = base * factor * penalty  # = matmul_average_cycles() * penalty
+    ls = n_st / config.load_stationary_speedup * factor * penalty
     return min(ls, mm), mm
 
 

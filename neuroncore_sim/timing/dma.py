@@ -19,10 +19,11 @@ from .cost import DmaTransfer, dma_transfers
 from ..program.ir import Instruction
 
 
-#: A placed transfer: (engine index, start_ns, end_ns, bytes, engine_wait). ``engine_wait``:
-#: it started later than the earliest allowed time because every DMA engine was busy. (Plain
-#: tuples: a launch places hundreds of thousands of transfers.)
-PlacedTransfer = tuple[int, float, float, int, bool]
+#: The placed transfers of one instruction, as parallel lists (a launch places hundreds of
+#: thousands of transfers; the timing model appends the lists to its event columns): engine
+#: index, start_ns, end_ns, bytes, and engine_wait (it started later than the earliest allowed
+#: time because every DMA engine was busy).
+PlacedTransfers = tuple[list[int], list[float], list[float], list[int], list[bool]]
 
 
 class DmaEngines:
@@ -37,39 +38,54 @@ class DmaEngines:
         self._config = config
         self._free = [(start_ns, e) for e in range(config.dma_engines)]
         self._hbm_free = start_ns
-        # Transfer plans depend only on the operands' layout: cache them per layout.
-        self._plans: dict[tuple[object, ...], tuple[DmaTransfer, ...]] = {}
+        # Transfer plans depend only on the operands' layout: cache them per layout, as
+        # (engine_ns, HBM pipe ns or None) per transfer and the transfers' bytes.
+        self._plans: dict[tuple[object, ...],
+                          tuple[tuple[tuple[float, float | None], ...], list[int]]] = {}
 
-    def issue(self, ins: Instruction, ready_ns: float) -> tuple[float, list[PlacedTransfer]]:
+    def _plan(self, transfers: tuple[DmaTransfer, ...]
+              ) -> tuple[tuple[tuple[float, float | None], ...], list[int]]:
+        per_ns = self._config.hbm_bytes_per_ns
+        return (tuple((tr.engine_ns, tr.hbm_bytes / per_ns if tr.hbm_bytes else None)
+                      for tr in transfers), [tr.nbytes for tr in transfers])
+
+    def issue(self, ins: Instruction, ready_ns: float) -> tuple[float, PlacedTransfers]:
         """Reserve engines for the transfers of ``ins``, ready at ``ready_ns``.
 
         Returns:
-            (completion time of the whole instruction, its placed transfers in order).
+            (completion time of the whole instruction, its placed transfers in order; the
+            list of bytes is shared by every instruction of one layout: not to be changed).
         """
         cfg = self._config
         earliest = ready_ns + cfg.dma_fixed_latency_ns
-        placed: list[PlacedTransfer] = []
+        engines: list[int] = []
+        starts: list[float] = []
+        ends: list[float] = []
+        waits: list[bool] = []
         done = earliest
         src, dst = ins.srcs["src"], ins.out
         key = (ins.opcode, src.space, dst.space, src.pattern, dst.pattern,
                src.dtype.itemsize, dst.dtype.itemsize)
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = dma_transfers(ins, cfg)
-        free, pop, push = self._free, heapq.heappop, heapq.heappush
-        hbm_per_ns = cfg.hbm_bytes_per_ns
-        for tr in plan:
-            free_at, e = pop(free)
+            plan = self._plans[key] = self._plan(dma_transfers(ins, cfg))
+        steps, sizes = plan
+        free, replace = self._free, heapq.heapreplace
+        hbm_free = self._hbm_free
+        for engine_ns, hbm_ns in steps:
+            free_at, e = free[0]  # the engine that frees up first (ties: lowest index)
             start = earliest if earliest >= free_at else free_at  # max(), as in the docs
-            end = start + tr.engine_ns
-            if tr.hbm_bytes:
-                hbm_free = self._hbm_free
-                hbm_start = hbm_free if hbm_free >= start else start
-                self._hbm_free = hbm_free = hbm_start + tr.hbm_bytes / hbm_per_ns
+            end = start + engine_ns
+            if hbm_ns is not None:
+                hbm_free = (hbm_free if hbm_free >= start else start) + hbm_ns
                 if hbm_free > end:
                     end = hbm_free
-            push(free, (end, e))
-            placed.append((e, start, end, tr.nbytes, start > earliest))
+            replace(free, (end, e))
+            engines.append(e)
+            starts.append(start)
+            ends.append(end)
+            waits.append(start > earliest)
             if end > done:
                 done = end
-        return done, placed
+        self._hbm_free = hbm_free
+        return done, (engines, starts, ends, sizes, waits)

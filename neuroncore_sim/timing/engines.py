@@ -46,8 +46,8 @@ from ..config import NeuronCoreConfig
 from .cost import (cycles_to_ns, instruction_cycles, kernel_work, matmul_stage_cycles,
                    pipeline_latency_ns)
 from .dma import DmaEngines
-from .events import (COMPUTE_ROWS, DMA_ROW_PREFIX, LOAD_STATIONARY, MULTIPLY_MOVING,
-                     TENSOR_LS_ROW, Event, TimingResult, dma_row, is_dma_row)
+from .event_log import EventLog
+from .events import COMPUTE_ROWS, LOAD_STATIONARY, MULTIPLY_MOVING, TENSOR_LS_ROW, TimingResult
 from .hoist import loop_invariant
 from ..program.ir import Engine, Instruction, MemSpace, Opcode, Program
 from .schedule import DMA_QUEUE, RAW, WAR, InstanceSchedule, build_schedule
@@ -76,23 +76,15 @@ def simulate_timing(program: Program, config: NeuronCoreConfig,
         CapacityError: the program's tiles do not fit in SBUF/PSUM (from the scheduler).
     """
     schedule = build_schedule(program, config)
-    events: list[Event] = []
+    log = EventLog(config.dma_engines)
     ends: dict[int, float] = {}
     t0 = 0.0
     tick = _Ticker(progress, len(program.instructions))
     for inst in schedule.instances:
-        t0 = _InstanceRun(inst, config, t0, events, ends, tick).run()
+        t0 = _InstanceRun(inst, config, t0, log, ends, tick).run()
     tick.done()
-    ranks: dict[str, tuple[int, int, str]] = {}
-    for e in events:
-        if e.engine not in ranks:
-            ranks[e.engine] = _row_rank(e.engine)
-    events.sort(key=lambda e: (e.start_ns, ranks[e.engine], e.instr_id, e.end_ns))
-    busy: dict[str, float] = {}
-    for e in events:
-        busy[e.engine] = busy.get(e.engine, 0.0) + (e.end_ns - e.start_ns)
-    latency = max((e.end_ns for e in events), default=0.0)
-    return TimingResult(events=tuple(events), latency_ns=latency, busy_ns=busy,
+    events, busy, latency = log.finish()
+    return TimingResult(events=events, latency_ns=latency, busy_ns=busy,
                         instruction_end_ns=ends, work=kernel_work(program, config),
                         warnings=schedule.warnings)
 
@@ -114,15 +106,6 @@ class _Ticker:
             self.callback(self.count)
 
 
-def _row_rank(row: str) -> tuple[int, int, str]:
-    """Display order of rows: compute engines, tensor_ls, then dma0..dma15 numerically."""
-    if row in COMPUTE_ROWS:
-        return (0, COMPUTE_ROWS.index(row), row)
-    if is_dma_row(row):
-        return (2, int(row[len(DMA_ROW_PREFIX):]), row)
-    return (1, 0, row)
-
-
 def _nbytes(ins: Instruction) -> int:
     return sum(a.nbytes for a, _ in ins.accesses())
 
@@ -131,8 +114,8 @@ class _InstanceRun:
     """One simpy run of one SPMD instance, starting at ``t0``."""
 
     def __init__(self, inst: InstanceSchedule, config: NeuronCoreConfig, t0: float,
-                 events: list[Event], ends: dict[int, float], tick: _Ticker) -> None:
-        self.inst, self.cfg, self.events, self.tick = inst, config, events, tick
+                 log: EventLog, ends: dict[int, float], tick: _Ticker) -> None:
+        self.inst, self.cfg, self.log, self.tick = inst, config, log, tick
         self.env = simpy.Environment(initial_time=t0)
         self.by_id = {ins.id: ins for ins in inst.instructions}
         self.queue_of = {iid: q for q, ids in inst.queues.items() for iid in ids}
@@ -141,22 +124,30 @@ class _InstanceRun:
         self.sbuf_port = simpy.Resource(self.env, capacity=1)
         self.psum_port = simpy.Resource(self.env, capacity=1)
         self.dma = DmaEngines(config, t0)
-        self.dma_rows = [dma_row(e) for e in range(config.dma_engines)]
         self.overhead: dict[int, float] = {}
-        self.sources: dict[object, str] = {}  # SourceLoc -> "file.py:LINE" (str() is slow)
-        self._last_source: tuple[object, str] = (None, "")  # the last (loc, source) looked up
+        self.sources: dict[object, int] = {}  # SourceLoc -> code of "file.py:LINE" (str() is slow)
+        self._last_source: tuple[object, int] = (None, -1)  # the last (loc, code) looked up
         self._pipe: dict[str, float] = {}  # queue name -> pipeline_latency_ns of its engine
-        self.edges = {iid: self._edges(iid) for iid in self.by_id}
+        self._matmul_cache: dict[tuple, tuple[float, float]] = {}  # layout -> stage ns
+        self._rows: dict[str, int] = {}  # row -> its code in the log
+        #: VectorE instruction -> the one before it, whose result it reads without the
+        #: pipeline latency (_mark_dependent_vector)
+        self.no_latency: dict[int, int] = {}
         #: repeats of loop-invariant instructions: computed once by the compiler (hoist.py)
         self.hoisted = loop_invariant(inst.instructions)
 
     # --- setup ------------------------------------------------------------------------------
 
-    def _edges(self, iid: int) -> list[Edge]:
-        """Dependencies of ``iid`` with the latency each adds after its producer's end."""
+    def edges(self, iid: int) -> list[Edge]:
+        """Dependencies of ``iid`` with the latency each adds after its producer's end (made
+        when the instruction's turn comes, once, not kept: a list per instruction for the
+        whole run was a tenth of a timing-only run's memory)."""
         cfg, q = self.cfg, self.queue_of[iid]
         out = []
-        for p, kind in self.inst.deps.get(iid, ()):
+        prev = self.no_latency.get(iid)
+        # Each instruction's edges are made once: its schedule entry is dropped as it is read
+        # (the schedule belongs to this run; freeing it as the run goes lowers peak memory).
+        for p, kind in self.inst.deps.pop(iid, ()):
             qp = self.queue_of[p]
             if qp == DMA_QUEUE:
                 extra = cfg.semaphore_latency_ns
@@ -168,7 +159,7 @@ class _InstanceRun:
                 extra = cfg.semaphore_latency_ns
             else:
                 extra = self._pipeline_ns(qp) + cfg.semaphore_latency_ns
-            out.append((p, extra))
+            out.append((p, 0.0 if p == prev else extra))
         return out
 
     def _pipeline_ns(self, queue: str) -> float:
@@ -185,7 +176,7 @@ class _InstanceRun:
             if (prev, RAW) in self.inst.deps.get(iid, ()):
                 self.overhead[iid] = cycles_to_ns(
                     Engine.VECTOR, self.cfg.vector_dependent_overhead_cycles, self.cfg)
-                self.edges[iid] = [(p, 0.0 if p == prev else x) for p, x in self.edges[iid]]
+                self.no_latency[iid] = prev
 
     def run(self) -> float:
         """Run the instance; return the time its last instruction ends."""
@@ -197,8 +188,12 @@ class _InstanceRun:
                 self._mark_dependent_vector(ids)
             proc = self._tensor(ids) if name == "tensor" else self._compute(Engine(name), ids)
             self.env.process(proc)
-        for iid in self.inst.queues.get(DMA_QUEUE, ()):
-            self.env.process(self._dma(iid))
+        dmas = self.inst.queues.get(DMA_QUEUE, ())
+        if dmas:
+            # One process starts every DMA, at the point where one process per DMA would
+            # have started (their Initialize events, after the engines'); each then goes on
+            # as simpy callbacks: no process, generator or end event per DMA.
+            self.env.process(self._start_dmas(dmas))
         self.env.run()
         ends = [self.end[iid] for iid in self.by_id]
         return max(ends, default=self.env.now)
@@ -229,22 +224,47 @@ class _InstanceRun:
                 ready, why = t, p
         if ready > env.now:
             yield env.timeout(ready - env.now)
-        return f"{self.queue_of[why]}#{why}" if ready > entry else ""
+        return self._name(why) if ready > entry else ""
 
-    def _source(self, ins: Instruction) -> str:
-        """The instruction's kernel line as "file.py:LINE" ("" without one)."""
+    def _ready(self, edges: list[Edge]) -> tuple[float, int] | None:
+        """Without simpy: when every producer in ``edges`` is visible and the producer that
+        set that time (-1: none is later than now), or None while one has not finished (then
+        :meth:`_wait` waits). Most dependencies have finished by the time an instruction's
+        turn comes; this saves them a generator."""
+        end = self.end
+        ready, why = self.env.now, -1
+        for p, extra in edges:
+            t = end.get(p)
+            if t is None:
+                return None
+            t += extra
+            if t > ready:
+                ready, why = t, p
+        return ready, why
+
+    def _name(self, iid: int) -> str:
+        """How an event names the producer it waited on ("vector#12")."""
+        return f"{self.queue_of[iid]}#{iid}"
+
+    def _source(self, ins: Instruction) -> int:
+        """The code (:meth:`EventLog.source_code`) of the instruction's kernel line
+        "file.py:LINE" ("" without one)."""
         last_loc, source = self._last_source
         if ins.loc is not last_loc:  # (consecutive instructions often share a line)
             source = self.sources.get(ins.loc)
             if source is None:
-                source = self.sources[ins.loc] = str(ins.loc) if ins.loc is not None else ""
+                source = self.sources[ins.loc] = self.log.source_code(
+                    str(ins.loc) if ins.loc is not None else "")
             self._last_source = (ins.loc, source)
         return source
 
     def _record(self, ins: Instruction, engine: str, opcode: str, start: float, end: float,
                 nbytes: int, why: str) -> None:
-        self.events.append(Event(ins.id, engine, opcode, start, end, nbytes, why,
-                                 self._source(ins), ins.instance))
+        code = self._rows.get(engine)
+        if code is None:
+            code = self._rows[engine] = self.log.row_code(engine)
+        self.log.add(ins.id, code, opcode, start, end, nbytes, why, self._source(ins),
+                     ins.instance)
 
     # --- engine processes -------------------------------------------------------------------
 
@@ -257,12 +277,37 @@ class _InstanceRun:
             ports.append((self.psum_port, "port:psum"))
         return ports
 
+    def _matmul_ns(self, ins: Instruction) -> tuple[float, float]:
+        """(LoadStationary, MultiplyMoving) nanoseconds of an nc_matmul, remembered per
+        operand layout: :func:`matmul_stage_cycles` depends only on each operand's role,
+        memory, pattern and dtype and on the onezero hints (a kernel's matmuls have few
+        layouts)."""
+        attrs = ins.attrs
+        # (a dtype by identity too: tfloat32 equals float32 but costs like bf16)
+        key = (tuple((r, a.space, a.pattern, id(a.dtype), a.dtype) for r, a in ins.srcs.items()),
+               tuple((r, a.space, a.pattern, id(a.dtype), a.dtype) for r, a in ins.dsts.items()),
+               attrs.get("is_stationary_onezero"), attrs.get("is_moving_onezero"))
+        ns = self._matmul_cache.get(key)
+        if ns is None:
+            ls, mm = matmul_stage_cycles(ins, self.cfg)
+            ns = self._matmul_cache[key] = (cycles_to_ns(Engine.TENSOR, ls, self.cfg),
+                                            cycles_to_ns(Engine.TENSOR, mm, self.cfg))
+        return ns
+
     def _compute(self, engine: Engine, ids: tuple[int, ...]) -> Generator:
         """In-order process of VectorE, ScalarE, GpSimd or Sync."""
         env = self.env
         for iid in ids:
             ins = self.by_id[iid]
-            why = yield from self._wait(self.edges[iid])
+            edges = self.edges(iid)
+            r = self._ready(edges)
+            if r is None:  # a producer has not finished: the simpy wait
+                why = yield from self._wait(edges)
+            elif r[0] > env.now:
+                yield env.timeout(r[0] - env.now)
+                why = self._name(r[1])
+            else:
+                why = ""
             # Ask for every port at once (queued in program order at this instant).
             held = [(port, port.request(), name) for port, name in self._ports(ins)]
             busy_ports = [name for _, req, name in held if not req.triggered]
@@ -291,7 +336,15 @@ class _InstanceRun:
             ins = self.by_id[iid]
             if ins.opcode is not Opcode.NC_MATMUL:
                 free_at = max(mm_free, ls_free)
-                why = yield from self._wait(self.edges[iid])
+                edges = self.edges(iid)
+                r = self._ready(edges)
+                if r is None:  # a producer has not finished: the simpy wait
+                    why = yield from self._wait(edges)
+                elif r[0] > env.now:
+                    yield env.timeout(r[0] - env.now)
+                    why = self._name(r[1])
+                else:
+                    why = ""
                 start = max(env.now, free_at)
                 if start > env.now:
                     yield env.timeout(start - env.now)
@@ -302,41 +355,101 @@ class _InstanceRun:
                 mm_free = ls_free = start + dur
                 mm_prev_start = start
                 continue
-            ls_cycles, mm_cycles = matmul_stage_cycles(ins, cfg)
+            ls_ns, mm_ns = self._matmul_ns(ins)
+            edges = self.edges(iid)
             ls_end = 0.0
             if iid not in self.inst.ls_skip:
                 st_producers = set(self.inst.ls_deps.get(iid, ()))
-                ls_edges = [e for e in self.edges[iid] if e[0] in st_producers]
-                why = yield from self._wait(ls_edges)
+                ls_edges = [e for e in edges if e[0] in st_producers]
+                r = self._ready(ls_edges)
+                if r is None:  # a producer has not finished: the simpy wait
+                    why = yield from self._wait(ls_edges)
+                elif r[0] > env.now:
+                    yield env.timeout(r[0] - env.now)
+                    why = self._name(r[1])
+                else:
+                    why = ""
                 ls_start = max(env.now, ls_free, mm_prev_start)
-                ls_end = ls_start + cycles_to_ns(Engine.TENSOR, ls_cycles, cfg)
+                ls_end = ls_start + ls_ns
                 self._record(ins, TENSOR_LS_ROW, LOAD_STATIONARY, ls_start, ls_end,
                              ins.srcs["stationary"].nbytes,
                              why if ls_start > max(ls_free, mm_prev_start) else "")
                 ls_free = ls_end
-            why = yield from self._wait(self.edges[iid])
+            r = self._ready(edges)
+            if r is None:  # a producer has not finished: the simpy wait
+                why = yield from self._wait(edges)
+            elif r[0] > env.now:
+                yield env.timeout(r[0] - env.now)
+                why = self._name(r[1])
+            else:
+                why = ""
             free_at = max(ls_end, mm_free)
             start = max(env.now, free_at)
             if start > env.now:
                 yield env.timeout(start - env.now)
             if start <= free_at:
                 why = LOAD_STATIONARY if ls_end > mm_free else ""
-            end = start + cycles_to_ns(Engine.TENSOR, mm_cycles, cfg)
+            end = start + mm_ns
             self._finish(iid, end)
             self._record(ins, "tensor", MULTIPLY_MOVING, start, end,
                          ins.srcs["moving"].nbytes + ins.out.nbytes, why)
             mm_prev_start, mm_free = start, end
 
-    def _dma(self, iid: int) -> Generator:
-        """One DMA instruction: wait for its dependencies, then place its transfers."""
+    def _start_dmas(self, ids: tuple[int, ...]) -> Generator:
+        """Start every DMA instruction (then wait for nothing: a process must be a
+        generator)."""
+        for iid in ids:
+            _Dma(self, iid).step()
+        return
+        yield  # (unreachable: makes this a generator)
+
+    def _issue_dma(self, iid: int, why: str) -> None:
+        """Place the transfers of DMA ``iid``, its dependencies met now."""
         ins = self.by_id[iid]
-        why = yield from self._wait(self.edges[iid])
         done, placed = self.dma.issue(ins, self.env.now)
         self._finish(iid, done)
         # a spill save / reload (schedule.py) shows as such; its Instruction is a dma_copy
-        opcode = ins.attrs.get("spill") or ins.opcode.value
-        source, rows, instance = self._source(ins), self.dma_rows, ins.instance
-        append = self.events.append
-        for e, start, end, nbytes, engine_wait in placed:
-            append(Event(iid, rows[e], opcode, start, end, nbytes,
-                         "dma_engine" if engine_wait else why, source, instance))
+        self.log.add_transfers(iid, ins.attrs.get("spill") or ins.opcode.value, placed, why,
+                               self._source(ins), ins.instance)
+
+
+class _Dma:
+    """One DMA instruction waiting for its dependencies, then issued: :meth:`_InstanceRun._wait`
+    as simpy callbacks. DMAs are issued dataflow-style, so each used to be a simpy process of
+    its own; the callbacks run in the same order as that process's steps (a process resumes
+    by a callback appended to the event it waits on), so every DMA is issued at the same time
+    and in the same order."""
+
+    __slots__ = ("run", "iid", "edges", "next", "entry", "ready", "why")
+
+    def __init__(self, run: _InstanceRun, iid: int) -> None:
+        self.run, self.iid, self.edges, self.next = run, iid, run.edges(iid), 0
+        self.entry = self.ready = run.env.now
+        self.why = -1  # the producer that set ready last
+
+    def step(self, _event: object = None) -> None:
+        """Go through the producers; wait on the first unfinished one, else issue (after the
+        latency of the last visible result)."""
+        run = self.run
+        env, end, edges = run.env, run.end, self.edges
+        while self.next < len(edges):
+            p, extra = edges[self.next]
+            if p not in end:
+                ev = run.waiters.get(p)
+                if ev is None:
+                    ev = run.waiters[p] = env.event()
+                ev.callbacks.append(self.step)
+                return
+            t = end[p] + extra
+            if t > self.ready:
+                self.ready, self.why = t, p
+            self.next += 1
+        if self.ready > env.now:
+            env.timeout(self.ready - env.now).callbacks.append(self.issue)
+        else:
+            self.issue()
+
+    def issue(self, _event: object = None) -> None:
+        """Issue the DMA now, naming what delayed it."""
+        run = self.run
+        run._issue_dma(self.iid, run._name(self.why) if self.ready > self.entry else "")

@@ -18,7 +18,11 @@ of the launch.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Iterator, overload
+
+import numpy as np
 
 from ..program.layout import slot_setters
 
@@ -108,6 +112,94 @@ _EVENT_SETTERS = slot_setters(
     Event, "instr_id engine opcode start_ns end_ns nbytes waited_on source instance")
 
 
+class EventTable(Sequence):
+    """The events of a launch, stored by column (numpy arrays), read as :class:`Event` records.
+
+    A launch makes hundreds of thousands of events; as objects they were about a third of a
+    timing-only run's memory. Here an event is 48 bytes of columns: ``instr_id``, ``start_ns``,
+    ``end_ns``, ``nbytes`` and ``instance`` as numbers, and each string field (``engine``,
+    ``opcode``, ``waited_on``, ``source``) as a code into a tuple of its distinct strings.
+
+    Reading it as a sequence (indexing, slicing, iterating, as on a tuple of Events) makes the
+    :class:`Event` objects (Python ints, floats and strs) once, the first time, and keeps them:
+    reports compare events by identity, so every read gives the same objects. :meth:`column`
+    reads one field without making them. A table equals any sequence of the same Events.
+
+    Args:
+        numbers: field -> array, for ``instr_id``, ``start_ns``, ``end_ns``, ``nbytes``,
+            ``instance`` (all of one length).
+        strings: field -> (codes array, the strings the codes index), for ``engine``,
+            ``opcode``, ``waited_on``, ``source``.
+    """
+
+    __slots__ = ("_num", "_str", "_events")
+
+    def __init__(self, numbers: dict[str, np.ndarray],
+                 strings: dict[str, tuple[np.ndarray, tuple[str, ...]]]) -> None:
+        self._num = numbers
+        self._str = strings
+        self._events: tuple[Event, ...] | None = None
+
+    def column(self, name: str) -> np.ndarray:
+        """One field of every event as a numpy array (strings as an object array)."""
+        if name in self._str:
+            codes, names = self._str[name]
+            return np.array(names, dtype=object)[codes]
+        return self._num[name]
+
+    def _all(self) -> tuple[Event, ...]:
+        """Every event as an object, made on the first call."""
+        if self._events is None:
+            n, s = self._num, self._str
+
+            def strs(field: str) -> list[str]:
+                codes, names = s[field]
+                return [names[c] for c in codes.tolist()]
+
+            self._events = tuple(Event(*f) for f in zip(
+                n["instr_id"].tolist(), strs("engine"), strs("opcode"),
+                n["start_ns"].tolist(), n["end_ns"].tolist(), n["nbytes"].tolist(),
+                strs("waited_on"), strs("source"), n["instance"].tolist()))
+        return self._events
+
+    def __len__(self) -> int:
+        return len(self._num["start_ns"])
+
+    @overload
+    def __getitem__(self, i: int) -> Event: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[Event, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> Event | tuple[Event, ...]:
+        return self._all()[i]
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self._all())
+
+    def __reversed__(self) -> Iterator[Event]:
+        return reversed(self._all())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, EventTable):
+            other = other._all()
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return self._all() == tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]  (equal to tuples, which hash differently)
+
+    def __getstate__(self) -> tuple:
+        return (self._num, self._str)  # (the Event objects are made again on demand)
+
+    def __setstate__(self, state: tuple) -> None:
+        self._num, self._str = state
+        self._events = None
+
+    def __repr__(self) -> str:
+        return f"EventTable({len(self)} events)"
+
+
 @dataclass(frozen=True, slots=True)
 class KernelWork:
     """How much work a launch asks of the hardware, from the cost model: the inputs of the
@@ -137,7 +229,8 @@ class TimingResult:
     """The timing of one kernel launch.
 
     Attributes:
-        events: every event, ordered by (start_ns, row, instr_id).
+        events: every event, ordered by (start_ns, row, instr_id): a sequence of
+            :class:`Event` (the timing model gives an :class:`EventTable`).
         latency_ns: end of the last event (the estimated device time of the launch).
         busy_ns: row -> total time that row was busy (sum of its event durations; rows never
             overlap themselves).
@@ -148,7 +241,7 @@ class TimingResult:
             are spilled), for the caller to show.
     """
 
-    events: tuple[Event, ...]
+    events: Sequence[Event]
     latency_ns: float
     busy_ns: dict[str, float] = field(default_factory=dict)
     instruction_end_ns: dict[int, float] = field(default_factory=dict)
