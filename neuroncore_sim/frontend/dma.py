@@ -132,7 +132,7 @@ def store(dst: Any, value: Any, *, mask: Any = None, name: str | None = None,
         from . import language as nl
         value = nl.full(dst.shape, value, dst.dtype)
     if value.space is MemSpace.PSUM:
-        from .isa import tensor_copy
+        from .isa.compute import tensor_copy
         value = tensor_copy(value)
     dma_move(what, dst, value, mask, None, extra)
 

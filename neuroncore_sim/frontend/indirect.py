@@ -192,7 +192,7 @@ def dma_indirect(what: str, dst: Any, src: Any, mask: Any, rmw: str | None,
     if not isinstance(src, NkiTensor):
         raise tr.fail(KernelError, f"{what} value: expected a tile, found {type(src).__name__}")
     if src.space is MemSpace.PSUM:
-        from .isa import tensor_copy
+        from .isa.compute import tensor_copy
         src = tensor_copy(src)
     src = _fit(dst, src)
     _check(tr, what, dst, src, mask)

@@ -18,7 +18,7 @@ from .. import dtypes as _dt
 from ..errors import (CapacityError, KernelError, MemorySpaceError, ShapeError, SimulatorError,
                       UnsupportedError)
 from ..program.ir import Engine, MemSpace, Opcode
-from . import isa as nisa
+from .isa import compute as nisa  # (the instructions themselves, not the nisa facade)
 from . import tracer as _tracer
 from .dma import dma_move, load, load_transpose2d, store  # noqa: F401  (nl.load etc.)
 from .indexing import arange, ds, mgrid  # noqa: F401  (nl.arange etc.)

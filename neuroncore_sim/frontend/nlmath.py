@@ -23,7 +23,7 @@ import numpy as np
 from ..dtypes import cast, float32, is_float, promote, promote_scalar, to_dtype
 from ..errors import KernelError, MemorySpaceError, ShapeError, UnsupportedError
 from ..program.ir import MemSpace
-from . import isa as nisa
+from .isa import compute as nisa  # (the instructions themselves, not the nisa facade)
 from . import tracer as _tracer
 from .broadcast import broadcast_error, common_shape, expand, padded, relabel
 from .dma import dma_move

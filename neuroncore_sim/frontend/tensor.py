@@ -325,7 +325,7 @@ class NkiTensor(TensorSurface, TileOperators):
                 if k and all(_is_int(x) for x in key[:k]):  # t[b, idx_tile, ...]: rows of t[b]
                     return indirect_view(self[key[:k]]._framed(self.shape[k:]), key[k:])
                 return indirect_view(self, key)  # type: ignore[return-value]
-            from .dynamic import dynamic_view  # a runtime (SBUF-held) offset on chip
+            from .isa.dynamic import dynamic_view  # a runtime (SBUF-held) offset on chip
             return dynamic_view(self, key)  # type: ignore[return-value]
         if any(isinstance(k, SplitExpr) for k in key):  # // or % in an index
             return split_view(self, key)
@@ -441,8 +441,8 @@ class NkiTensor(TensorSurface, TileOperators):
         if not isinstance(target, NkiTensor):
             if self.space is MemSpace.HBM:  # t[idx_tile, ...] = tile: an indirect store
                 _nl.store(target, value)
-            else:  # a runtime-offset view (frontend/dynamic.py)
-                from .dynamic import assign_dynamic
+            else:  # a runtime-offset view (frontend/isa/dynamic.py)
+                from .isa.dynamic import assign_dynamic
                 assign_dynamic(target, value)
             return
         _nl.assign(target, value)
