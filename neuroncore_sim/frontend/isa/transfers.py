@@ -21,7 +21,7 @@ EXPORTS = ("dma_copy", "dma_transpose")
 def dma_copy(*, dst: Any, src: Any, mask: Any = None, dst_rmw_op: Any = None,
              oob_mode: Any = None, dge_mode: Any = None) -> None:
     """Copy ``src`` to ``dst`` with a DMA (HBM or SBUF on either side)."""
-    from ..dma import dma_move
+    from ..transfer import dma_move
     from ..indirect import IndirectView, dma_indirect
     if getattr(dge_mode, "name", dge_mode) == "hwdge":
         raise v3_error("dma_copy dge_mode=hwdge (hardware DGE)")
