@@ -65,14 +65,7 @@ def relabel(t: NkiTensor, shape: tuple[int, ...]) -> NkiTensor:
     """The same elements as ``t`` in ``shape``, which may add or drop size-1 axes only
     (``same_layout(t.shape, shape)``): a size-1 axis is always at index 0, so it adds nothing
     to any address."""
-    shape = tuple(shape)
-    if shape == t.shape:
-        return t
-    t._resolved()
-    cols = iter([a for a, n in enumerate(t.shape) if n != 1])
-    where = [None if n == 1 else next(cols) for n in shape]
-    coefs = tuple(tuple(0 if a is None else row[a] for a in where) for row in t.coefs)
-    return NkiTensor(t.decl, shape, t.dtype, t.base, coefs, t.space, t.lease)
+    return t._relabeled(shape)
 
 
 def expand(t: NkiTensor, shape: tuple[int, ...], what: str) -> NkiTensor:

@@ -23,15 +23,13 @@ expressions only.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..errors import AccessError
 from .indexing import IndexExpr, _is_int, _unsupported
 
-if TYPE_CHECKING:  # (tensor.py imports this module: NkiTensor is imported where it is used)
-    from .tensor import NkiTensor
 
 Radix = tuple[int, ...]  # sub-axis sizes of one user axis, outer to inner (product: its size)
 
@@ -285,68 +283,3 @@ def divmod_expr(e: Any, k: Any, op: str) -> tuple[SplitExpr | IndexExpr, SplitEx
     q = tuple(tuple(c // k if c % k == 0 else 0 for c in cs) for cs in coefs)
     rm = tuple(tuple(0 if c % k == 0 else c for c in cs) for cs in coefs)
     return SplitExpr(cq, rad, q).simplified(), SplitExpr(cr, rad, rm).simplified()
-
-
-def split_view(t: NkiTensor, key: tuple[Any, ...]) -> NkiTensor:
-    """``t[key]`` where some items are :class:`SplitExpr` (one item per axis of ``t``)."""
-    from .tensor import NkiTensor
-    if len(key) != t.ndim or any(not isinstance(k, (IndexExpr, SplitExpr)) and not _is_int(k)
-                                 for k in key):
-        raise _unsupported(f"advanced indexing: expected one nl.arange/nl.mgrid expression or "
-                           f"int per axis ({t.ndim} axes), found {key!r}; mixing slices with "
-                           f"index expressions is not supported by NKI")
-    exprs = common(list(key))
-    radix = exprs[0].radix
-    user_shape = tuple(math.prod(r) for r in radix)
-    sub_sizes = [n for r in radix for n in r]
-    base, coefs = [], []
-    for d in range(len(t.base)):
-        row = t.coefs[d]
-        base.append(t.base[d] + sum(row[a] * e.const for a, e in enumerate(exprs)))
-        flat = [tuple(c for cs in e.coefs for c in cs) for e in exprs]
-        coefs.append(tuple(sum(row[a] * flat[a][j] for a in range(len(exprs)))
-                           for j in range(len(sub_sizes))))
-    inner = NkiTensor(t._resolved(), tuple(sub_sizes), t.dtype, tuple(base), tuple(coefs),
-                      t.space, t.lease, frame=t.frame)
-    groups = []  # sub-axis positions of each user axis
-    j = 0
-    for r in radix:
-        groups.append(list(range(j, j + len(r))))
-        j += len(r)
-    # one coefficient per declared dim and user axis: an ordinary view
-    merged = []
-    for g in groups:
-        ok = all(row[g[i]] == row[g[i + 1]] * sub_sizes[g[i + 1]]
-                 for row in coefs for i in range(len(g) - 1))
-        merged.append(ok)
-    if all(merged):
-        new = tuple(tuple(row[g[-1]] for g in groups) for row in coefs)
-        return NkiTensor(t.decl, user_shape, t.dtype, tuple(base), new, t.space, t.lease,
-                         frame=t.frame)
-    # one storage stride per user axis: a frame over the storage, checked here
-    from ..program.ir import MemSpace
-    if t.space is not MemSpace.HBM:  # partitions are separate memories: never merged
-        pd = t.pdim
-        for a, g in enumerate(groups):
-            if len(g) > 1 and any(coefs[pd][j] for j in g):
-                raise _unsupported(f"index with // or %: axis {a} walks the partitions of "
-                                   f"{t.tensor.name} and other elements together; expected "
-                                   f"the partition axis split only where it maps to the "
-                                   f"partition dim alone", AccessError)
-    problem = inner.out_of_bounds() or inner.tile_error()
-    if problem:
-        raise _unsupported(f"index: {problem}", AccessError)
-    acc = inner.access()
-    steps = [s for s, _ in acc.pattern]
-    frame_steps = []
-    for g in groups:
-        if any(steps[g[i]] != steps[g[i + 1]] * sub_sizes[g[i + 1]] for i in range(len(g) - 1)):
-            parts = ", ".join(f"{sub_sizes[i]} x stride {steps[i]}" for i in g)
-            raise _unsupported(f"index with // or %: axis {groups.index(g)} of the view walks "
-                               f"memory as {parts}, not with one stride; expected one grid "
-                               f"axis per factor (nl.mgrid with separate axes)")
-        frame_steps.append(steps[g[-1]])
-    nd = len(user_shape)
-    ident = tuple(tuple(1 if a == b else 0 for a in range(nd)) for b in range(nd))
-    return NkiTensor(t.decl, user_shape, t.dtype, (0,) * nd, ident, t.space, t.lease,
-                     inside=True, frame=(user_shape, tuple(frame_steps), acc.offset))

@@ -25,6 +25,9 @@ from .indexing import arange, ds, mgrid  # noqa: F401  (nl.arange etc.)
 from .gather import gather_flattened  # noqa: F401
 from .loop_reduce import loop_reduce  # noqa: F401
 from .indirect import atomic_rmw  # noqa: F401  (nl.atomic_rmw)
+# Views a tile forwards here (tensor.py): an index tile into HBM, a runtime offset on chip.
+from .indirect import indirect_view  # noqa: F401
+from .isa.dynamic import assign_dynamic, dynamic_view  # noqa: F401
 from .iteration import (affine_range, nc, num_programs, program_id,  # noqa: F401  (nl loops,
                         program_ndim, sequential_range, spmd_dim, static_range)  # SPMD grid)
 from .rng import nl_dropout as dropout, rand, random_seed  # noqa: F401

@@ -20,7 +20,7 @@ _IMPLEMENTATION = frozenset({
     "annotations", "assign", "binary", "broadcast_error", "builtins", "checked_access",
     "common_shape", "copy_op", "dma_move", "dropped", "expand", "issue_into", "math", "nisa",
     "np", "operand", "padded", "partition_broadcast", "relabel", "same_layout", "scalar_value",
-    "fill",
+    "fill", "indirect_view", "dynamic_view", "assign_dynamic",
     "shape_arg", "start_partition_error",
 })
 
