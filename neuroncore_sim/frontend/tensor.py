@@ -24,7 +24,7 @@ from . import tracer as _tracer
 from .affine_index import affine_view
 from .basic_index import VIEW_CACHE_SIZE, basic_index, view_key, whole_index
 from .indexing import DynamicIndex, IndexExpr, MaskExpr, _is_int, trailing_unit_indices
-from .index_split import SplitExpr
+from .index_expr import SplitExpr
 from .tensor_operators import TileOperators
 from .tensor_surface import Frame, TensorSurface
 

@@ -23,7 +23,7 @@ from ..dtypes import dtype_name
 from ..errors import AccessError, KernelError, ShapeError, UnsupportedError
 from ..program.ir import MemSpace
 from . import tracer as _tracer
-from .index_split import SplitExpr, common
+from .index_expr import SplitExpr, common
 from .indexing import AttributeAccessError, IndexExpr, _is_int, _unsupported
 
 if TYPE_CHECKING:
@@ -248,7 +248,7 @@ class TensorSurface:
 
     def _split_view(t: NkiTensor, key: tuple[Any, ...]) -> NkiTensor:
         """``t[key]`` where some items are :class:`SplitExpr` (one item per axis of ``t``): an index
-        with ``//`` or ``%`` (index_split.py)."""
+        with ``//`` or ``%`` (index_expr.py)."""
         if len(key) != t.ndim or any(not isinstance(k, (IndexExpr, SplitExpr)) and not _is_int(k)
                                      for k in key):
             raise _unsupported(f"advanced indexing: expected one nl.arange/nl.mgrid expression or "
