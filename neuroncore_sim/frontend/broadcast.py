@@ -6,7 +6,7 @@ fewer axes gets size-1 *free* axes appended (numpy prepends them). A reduction r
 ``[128, 1]`` slot and broadcasts along the free axes of a ``[128, F]`` tile. After that, each axis
 either matches or is 1; a free axis of size 1 broadcasts with stride 0 (an access pattern the
 engines read natively), while a partition dim of 1 against P > 1 needs data movement (compute
-engines map partition p to lane p), which the ``nl`` lowering adds (``nlmath.partition_broadcast``)
+engines map partition p to lane p), which the ``nl`` lowering adds (``language.nlmath.partition_broadcast``)
 and ``nisa`` instructions reject.
 
 Everything here builds views (no instruction): the recorded operands describe the real access,

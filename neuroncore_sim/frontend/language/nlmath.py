@@ -20,16 +20,16 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import cast, float32, is_float, promote, promote_scalar, to_dtype
-from ..errors import KernelError, MemorySpaceError, ShapeError, UnsupportedError
-from ..program.ir import MemSpace
-from .isa import compute as nisa  # (the instructions themselves, not the nisa facade)
-from . import tracer as _tracer
-from .broadcast import broadcast_error, common_shape, expand, padded, relabel
-from .alloc import ndarray
-from .transfer import dma_move
-from .operands import nki_op, shape_arg
-from .tensor import NkiTensor
+from ...dtypes import cast, float32, is_float, promote, promote_scalar, to_dtype
+from ...errors import KernelError, MemorySpaceError, ShapeError, UnsupportedError
+from ...program.ir import MemSpace
+from ..isa import compute as nisa  # (the instructions themselves, not the nisa facade)
+from .. import tracer as _tracer
+from ..broadcast import broadcast_error, common_shape, expand, padded, relabel
+from ..alloc import ndarray
+from ..transfer import dma_move
+from ..operands import nki_op, shape_arg
+from ..tensor import NkiTensor
 
 #: The names ``nl`` re-exports (``from .nlmath import *``).
 __all__ = [
