@@ -426,6 +426,22 @@ def test_tables_are_consistent() -> None:
     assert target in graph[source], "the allowed cycle edge is gone: remove it from the test"
 
 
+#: The front end's facades (nl, nisa) -> the front-end modules allowed to import them. The
+#: modules below a facade import the module that defines a name, never the facade (issue 13).
+FRONTEND_FACADES = {"frontend.language": {"frontend.tensor"}, "frontend.isa": set()}
+
+
+def test_front_end_facades_are_imported_from_above_only() -> None:
+    """No front-end module imports the nl or nisa facade (but tensor.py, over the allowed edge):
+    a new instruction or nl function imports the lower modules it needs."""
+    graph = import_graph(PACKAGE_DIR)
+    for facade, allowed in FRONTEND_FACADES.items():
+        importers = {_short(m) for m, targets in graph.items() if f"{PACKAGE}.{facade}" in targets}
+        inside = {m for m in importers if m.startswith("frontend.")} - allowed
+        assert not inside, f"{sorted(inside)} import the facade {facade}; import the module " \
+                           "that defines the name instead"
+
+
 # --- tests: the checker can fail --------------------------------------------------------------
 
 #: Modules of the synthetic trees besides the top-level ones (one or more per folder).
