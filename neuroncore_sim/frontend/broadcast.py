@@ -6,7 +6,7 @@ fewer axes gets size-1 *free* axes appended (numpy prepends them). A reduction r
 ``[128, 1]`` slot and broadcasts along the free axes of a ``[128, F]`` tile. After that, each axis
 either matches or is 1; a free axis of size 1 broadcasts with stride 0 (an access pattern the
 engines read natively), while a partition dim of 1 against P > 1 needs data movement (compute
-engines map partition p to lane p), which the ``nl`` lowering adds (``nlmath.partition_broadcast``)
+engines map partition p to lane p), which the ``nl`` lowering adds (``language.nlmath.partition_broadcast``)
 and ``nisa`` instructions reject.
 
 Everything here builds views (no instruction): the recorded operands describe the real access,
@@ -65,14 +65,7 @@ def relabel(t: NkiTensor, shape: tuple[int, ...]) -> NkiTensor:
     """The same elements as ``t`` in ``shape``, which may add or drop size-1 axes only
     (``same_layout(t.shape, shape)``): a size-1 axis is always at index 0, so it adds nothing
     to any address."""
-    shape = tuple(shape)
-    if shape == t.shape:
-        return t
-    t._resolved()
-    cols = iter([a for a, n in enumerate(t.shape) if n != 1])
-    where = [None if n == 1 else next(cols) for n in shape]
-    coefs = tuple(tuple(0 if a is None else row[a] for a in where) for row in t.coefs)
-    return NkiTensor(t.decl, shape, t.dtype, t.base, coefs, t.space, t.lease)
+    return t._relabeled(shape)
 
 
 def expand(t: NkiTensor, shape: tuple[int, ...], what: str) -> NkiTensor:

@@ -32,16 +32,21 @@ import numpy as np
 
 from ..errors import CapacityError, KernelError, caller_loc
 from ..program.ir import MemSpace, Placement
-from . import language as nl
+from . import alloc as _alloc
 from . import tracer as _tracer
 
 
-class DirectBuffer(nl.Buffer):
+class DirectBuffer(_alloc.Buffer):
     """A ``buffer=`` that places each logical tile: ``func(idx, pdim_size, fdim_size)``."""
 
     def __init__(self, name: str, space: MemSpace, func: Callable[..., Any]) -> None:
         super().__init__(name, space, "tile")
         self.func = func
+
+    def place(self, tr: _tracer.Tracer, dims: tuple[int, ...], pa: int,
+              itemsize: int) -> Placement:
+        """Each logical tile where ``func`` puts it, checked (:func:`placement`)."""
+        return placement(tr, self, dims, pa, itemsize)
 
     def __repr__(self) -> str:
         return f"ncc.{self.name}"
@@ -68,10 +73,10 @@ def _modulo(base: int, counts: tuple[int, ...], scale: int, idx: tuple[int, ...]
 
 
 class _Allocator:
-    def __init__(self, buffer: nl.Buffer) -> None:
+    def __init__(self, buffer: _alloc.Buffer) -> None:
         self._buffer = buffer
 
-    def auto_alloc(self) -> nl.Buffer:
+    def auto_alloc(self) -> _alloc.Buffer:
         """The compiler-managed allocator: the same as passing ``nl.sbuf`` / ``nl.psum``."""
         return self._buffer
 
@@ -110,8 +115,8 @@ class _PsumAllocator(_Allocator):
         return DirectBuffer("psum.mod_alloc", MemSpace.PSUM, func)
 
 
-sbuf = _SbufAllocator(nl.sbuf)
-psum = _PsumAllocator(nl.psum)
+sbuf = _SbufAllocator(_alloc.sbuf)
+psum = _PsumAllocator(_alloc.psum)
 
 
 _ALLOC_PARAMS = ("idx", "pdim_size", "fdim_size")

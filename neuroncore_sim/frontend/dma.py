@@ -7,24 +7,18 @@ it to SBUF (the DMA engines reach HBM and SBUF only), as the NKI docs describe f
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ..dtypes import to_dtype
 from ..errors import KernelError, MemorySpaceError, ShapeError
 from ..program.ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
+from .alloc import full, ndarray
 from .hbm_offset import offset_sources
 from .indirect import IndirectView, dma_indirect, gather, oob_name
-from .operands import issue, issue_into
+from .operands import issue
 from .tensor import NkiTensor
-
-_DMA_SPACES = (MemSpace.HBM, MemSpace.SBUF)
-
-
-def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(n for n in shape if n != 1)
-
+from .transfer import DMA_SPACES as _DMA_SPACES, dma_move
 
 def _extra_keywords(tr: _tracer.Tracer, what: str, extra: dict[str, Any],
                     takes: str) -> None:
@@ -47,7 +41,6 @@ def load(src: Any, *, mask: Any = None, dtype: Any = None, name: str | None = No
     if isinstance(src, IndirectView):
         if oob == "error":
             return gather(what, src, dtype, mask)
-        from .language import ndarray
         dst = ndarray(src.shape, dtype if dtype is not None else src.dtype)  # (SBUF)
         dma_indirect(what, dst, src, mask, None, mode)
         return dst
@@ -118,8 +111,7 @@ def store(dst: Any, value: Any, *, mask: Any = None, name: str | None = None,
     oob_name(mode, tr)
     if isinstance(dst, IndirectView):
         if not isinstance(value, NkiTensor):
-            from . import language as nl
-            value = nl.full(dst.shape, value, dst.dtype)
+            value = full(dst.shape, value, dst.dtype)
         dma_indirect(what, dst, value, mask, None, mode)
         return
     if not isinstance(dst, NkiTensor) or dst.space is not MemSpace.HBM:
@@ -129,32 +121,8 @@ def store(dst: Any, value: Any, *, mask: Any = None, name: str | None = None,
     if dst.ndim == 0:  # one element (out[i, j]): a [1, 1] region
         dst = dst[None, None]
     if not isinstance(value, NkiTensor):
-        from . import language as nl
-        value = nl.full(dst.shape, value, dst.dtype)
+        value = full(dst.shape, value, dst.dtype)
     if value.space is MemSpace.PSUM:
-        from .isa import tensor_copy
+        from .isa.compute import tensor_copy
         value = tensor_copy(value)
     dma_move(what, dst, value, mask, None, extra)
-
-
-def dma_move(what: str, dst: NkiTensor, src: NkiTensor, mask: Any, rmw: str | None,
-             extra: dict[str, NkiTensor] | None = None) -> None:
-    """One DMA from ``src`` to ``dst`` (same element count; size-1 axes may differ);
-    ``extra`` are further sources it waits for (a runtime offset: hbm_offset.py)."""
-    tr = _tracer.current(what)
-    for t, role in ((dst, "dst"), (src, "src")):
-        if t.space not in _DMA_SPACES:
-            raise tr.fail(MemorySpaceError, f"{what} {role}: DMA engines reach hbm and sbuf; "
-                          f"found {t.space.value}")
-    if dst.shape != src.shape:
-        if _squeezed(dst.shape) != _squeezed(src.shape) or math.prod(dst.shape) != math.prod(
-                src.shape):
-            raise tr.fail(ShapeError, f"{what}: expected src shape {list(dst.shape)} (the dst "
-                          f"shape), found {list(src.shape)}")
-        if mask is not None:
-            raise tr.fail(ShapeError, f"{what}: a mask needs src and dst of the same shape; "
-                          f"found {list(src.shape)} and {list(dst.shape)}")
-    if dst.decl is not None:
-        tr.note_write(dst.decl)
-    issue_into(what, Opcode.DMA_COPY, Engine.DMA, dst, {"src": src, **(extra or {})},
-               {"dst_rmw_op": rmw}, mask=mask, dst_spaces=_DMA_SPACES, src_spaces=_DMA_SPACES)

@@ -30,7 +30,7 @@ class OffsetView(NkiTensor):
 
 def runtime_offset_view(t: NkiTensor, key: tuple[Any, ...]) -> OffsetView:
     """``t[key]`` where ``key[0]`` is a single SBUF element (0-d tile view)."""
-    from .dynamic import _offset_tile
+    from .isa.dynamic import _offset_tile
     tr = _tracer.current("runtime offset index")
     tile = _offset_tile(key[0])
     values = tr.read(tile.access())

@@ -5,217 +5,22 @@ An :class:`IndexExpr` is an integer affine expression over the axes of a broadca
 size (1 for a broadcast axis). Indexing a tensor with such expressions gives an affine access
 pattern, which is exactly what the hardware's access patterns can express. Comparing
 expressions gives a :class:`MaskExpr`, the compile-time predicate that ``mask=`` takes.
+
+The expressions themselves are in :mod:`.index_expr` (with ``//`` and ``%``) and the masks in
+:mod:`.index_base`; this module adds runtime indices and the ``nl`` constructors, and re-exports
+both, so the rest of the front end imports index expressions from here.
 """
 
 from __future__ import annotations
 
-import numpy as np
+from typing import Any
 
-from ..errors import AccessError, SimulatorError, UnsupportedError
-from ..program.ir import Affine, Predicate
+from ..errors import AccessError
 from . import once_traced as _once_traced
-
-
-class AttributeAccessError(UnsupportedError, AttributeError):
-    """An attribute NKI does not define (on a tensor or an index expression); also an
-    AttributeError, so ``hasattr`` and ``getattr(x, name, default)`` keep working."""
-
-
-def _defers(other: object) -> bool:
-    """True for operands whose own reflected operator handles an index expression (tiles make
-    runtime indices, split expressions their own arithmetic)."""
-    return type(other).__name__ in ("NkiTensor", "SplitExpr", "DynamicIndex")
-
-
-def _unsupported(message: str, cls: type[SimulatorError] = UnsupportedError) -> SimulatorError:
-    """An error (UnsupportedError unless ``cls``) located at the kernel line when a kernel is
-    being traced."""
-    from . import tracer as _tracer
-    tr = _tracer.active_or_none()
-    return tr.fail(cls, message) if tr is not None else cls(message)
-
-
-def _is_int(x: object) -> bool:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
-
-
-class IndexExpr:
-    """``const + sum(coefs[a] * i_a)`` where ``i_a`` runs over ``range(sizes[a])``.
-
-    Axes broadcast like numpy (aligned to the right); an axis of size 1 has coefficient 0.
-    """
-
-    __slots__ = ("const", "coefs", "sizes")
-
-    def __init__(self, const: int, coefs: tuple[int, ...], sizes: tuple[int, ...]) -> None:
-        self.const = int(const)
-        self.coefs = coefs
-        self.sizes = sizes
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """Broadcast shape of the expression."""
-        return self.sizes
-
-    @property
-    def ndim(self) -> int:
-        return len(self.sizes)
-
-    def bounds(self) -> tuple[int, int]:
-        """(min, max) value over the grid (inclusive)."""
-        lo = hi = self.const
-        for c, n in zip(self.coefs, self.sizes):
-            ext = c * (n - 1)
-            if ext < 0:
-                lo += ext
-            else:
-                hi += ext
-        return lo, hi
-
-    def aligned(self, ndim: int) -> IndexExpr:
-        """The same expression with leading broadcast axes added up to ``ndim``."""
-        pad = ndim - len(self.sizes)
-        if pad <= 0:
-            return self
-        return IndexExpr(self.const, (0,) * pad + self.coefs, (1,) * pad + self.sizes)
-
-    def __getitem__(self, key: object) -> IndexExpr:
-        # Only axis insertion (``[:, None]``, ``[None, :]``) is meaningful on an index.
-        key = key if isinstance(key, tuple) else (key,)
-        coefs, sizes, k = [], [], 0
-        for item in key:
-            if item is None:
-                coefs.append(0)
-                sizes.append(1)
-            elif isinstance(item, slice) and item == slice(None):
-                coefs.append(self.coefs[k])
-                sizes.append(self.sizes[k])
-                k += 1
-            else:
-                raise _unsupported(
-                    f"index expression: expected [:, None]-style axis insertion, found {item!r}")
-        coefs.extend(self.coefs[k:])
-        sizes.extend(self.sizes[k:])
-        return IndexExpr(self.const, tuple(coefs), tuple(sizes))
-
-    def _combine(self, other: object, sign: int) -> IndexExpr:
-        if _is_int(other):
-            return IndexExpr(self.const + sign * int(other), self.coefs,  # type: ignore[arg-type]
-                             self.sizes)
-        if not isinstance(other, IndexExpr):
-            if _defers(other):
-                return NotImplemented  # a tile or a split expression handles it
-            raise _unsupported(f"index expression arithmetic: expected an int or an index "
-                               f"expression, found {other!r} ({type(other).__name__})")
-        ndim = max(self.ndim, other.ndim)
-        a, b = self.aligned(ndim), other.aligned(ndim)
-        sizes = []
-        for sa, sb in zip(a.sizes, b.sizes):
-            if sa != sb and 1 not in (sa, sb):
-                raise _unsupported(
-                    f"index expressions: cannot broadcast shapes {a.sizes} and {b.sizes}")
-            sizes.append(max(sa, sb))
-        coefs = tuple(ca + sign * cb for ca, cb in zip(a.coefs, b.coefs))
-        return IndexExpr(a.const + sign * b.const, coefs, tuple(sizes))
-
-    def __add__(self, other: object) -> IndexExpr:
-        return self._combine(other, 1)
-
-    __radd__ = __add__
-
-    def __sub__(self, other: object) -> IndexExpr:
-        return self._combine(other, -1)
-
-    def __rsub__(self, other: object) -> IndexExpr:
-        return (-self)._combine(other, 1)
-
-    def __neg__(self) -> IndexExpr:
-        return IndexExpr(-self.const, tuple(-c for c in self.coefs), self.sizes)
-
-    def __mul__(self, other: object) -> IndexExpr:
-        if not _is_int(other):
-            raise _unsupported(
-                f"index expression: only multiplication by an integer is affine, found {other!r}")
-        k = int(other)  # type: ignore[arg-type]
-        return IndexExpr(self.const * k, tuple(c * k for c in self.coefs), self.sizes)
-
-    __rmul__ = __mul__
-
-    def __floordiv__(self, k: object) -> object:
-        """``e // k`` for a positive int ``k``: exact, over a split grid (index_split.py)."""
-        from .index_split import divmod_expr
-        return divmod_expr(self, k, "//")[0]
-
-    def __mod__(self, k: object) -> object:
-        """``e % k`` for a positive int ``k``: exact, over a split grid (index_split.py)."""
-        from .index_split import divmod_expr
-        return divmod_expr(self, k, "%")[1]
-
-    def _nonaffine(self, *_: object) -> IndexExpr:
-        raise _unsupported("index expression: only +, -, * by an integer, and // and % by a "
-                           "positive integer are supported; / and an index expression as "
-                           "divisor are not")
-
-    __truediv__ = __rtruediv__ = __rfloordiv__ = __rmod__ = _nonaffine
-    __pow__ = __rpow__ = __abs__ = __invert__ = __lshift__ = __rshift__ = _nonaffine
-    __and__ = __rand__ = __or__ = __ror__ = __xor__ = __rxor__ = __matmul__ = _nonaffine
-
-    def __getattr__(self, name: str) -> object:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        raise _unsupported(f"index expression .{name}: expected shape or ndim (an index "
-                           f"expression is an nl.arange / nl.mgrid value)", AttributeAccessError)
-
-    def _cmp(self, other: object, op: str) -> MaskExpr:
-        if isinstance(other, (float, np.floating)) and np.isfinite(other):
-            # i < 2.5 is i < 3 for integer i (e.g. a bound written n / 2)
-            if other != int(other):
-                if op in ("==", "!="):
-                    raise _unsupported(f"index comparison {op} {other}: expected an integer "
-                                       f"bound, found a fraction")
-                other = int(np.ceil(other)) if op in ("<", ">=") else int(np.floor(other))
-            else:
-                other = int(other)
-        if isinstance(other, IndexExpr) or _is_int(other):
-            return MaskExpr("cmp", op, self - other, ())
-        if _defers(other):
-            return NotImplemented  # type: ignore[return-value]
-        raise _unsupported(f"index comparison {op}: expected an int or an index expression, "
-                           f"found {other!r} ({type(other).__name__})")
-
-    def __lt__(self, other: object) -> MaskExpr:
-        return self._cmp(other, "<")
-
-    def __le__(self, other: object) -> MaskExpr:
-        return self._cmp(other, "<=")
-
-    def __gt__(self, other: object) -> MaskExpr:
-        return self._cmp(other, ">")
-
-    def __ge__(self, other: object) -> MaskExpr:
-        return self._cmp(other, ">=")
-
-    def __eq__(self, other: object) -> MaskExpr:  # type: ignore[override]
-        return self._cmp(other, "==")
-
-    def __ne__(self, other: object) -> MaskExpr:  # type: ignore[override]
-        return self._cmp(other, "!=")
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def values(self) -> np.ndarray:
-        """The expression's values over its grid (for iota and debugging)."""
-        return Affine(self.const, self.coefs).evaluate(self.sizes)
-
-    def to_affine(self, ndim: int) -> Affine:
-        """As an :class:`ir.Affine` over an ``ndim``-axis grid."""
-        a = self.aligned(ndim)
-        return Affine(a.const, a.coefs)
-
-    def __repr__(self) -> str:
-        terms = " + ".join(f"{c}*i{k}[{n}]" for k, (c, n) in enumerate(zip(self.coefs, self.sizes))
-                           if c)
-        return f"IndexExpr({self.const}{' + ' + terms if terms else ''})"
+# The index expression algebra and masks, re-exported: the front end imports them from here.
+from .index_base import (AttributeAccessError, MaskExpr, _defers, _is_int,  # noqa: F401
+                         _unsupported)
+from .index_expr import IndexExpr, SplitExpr  # noqa: F401
 
 
 class DynamicIndex:
@@ -243,63 +48,6 @@ class DynamicIndex:
 
     def __repr__(self) -> str:
         return f"DynamicIndex({self.tile!r} + {self.expr!r})"
-
-
-def _is_bool(x: object) -> bool:
-    return isinstance(x, (bool, np.bool_))
-
-
-def _mask_operand(x: object, op: str) -> MaskExpr:
-    if not isinstance(x, MaskExpr):
-        raise _unsupported(f"mask {op}: expected a comparison of index expressions or a bool, "
-                           f"found {type(x).__name__}", AccessError)
-    return x
-
-
-class MaskExpr:
-    """A predicate over index expressions: ``expr op 0`` or a combination with ``&``, ``|``,
-    ``~``. Used as the ``mask=`` argument of instructions."""
-
-    __slots__ = ("kind", "op", "expr", "parts")
-
-    def __init__(self, kind: str, op: str, expr: IndexExpr | None,
-                 parts: tuple[MaskExpr, ...]) -> None:
-        self.kind, self.op, self.expr, self.parts = kind, op, expr, parts
-
-    def __and__(self, other: object) -> MaskExpr | bool:
-        # a Python bool is a condition on loop indices, known here because loops are unrolled
-        # (`(i_f < n) & (i * 128 < rows)`): it keeps or drops the whole mask
-        if _is_bool(other):
-            return self if other else False
-        return MaskExpr("bool", "and", None, (self, _mask_operand(other, "&")))
-
-    def __or__(self, other: object) -> MaskExpr | bool:
-        if _is_bool(other):
-            return True if other else self
-        return MaskExpr("bool", "or", None, (self, _mask_operand(other, "|")))
-
-    __rand__ = __and__
-    __ror__ = __or__
-
-    def __invert__(self) -> MaskExpr:
-        return MaskExpr("bool", "not", None, (self,))
-
-    def __bool__(self) -> bool:
-        # `a and b` / `a or b` as the reference examples write masks (mask_bool.py)
-        from .mask_bool import ask_bool
-        return ask_bool(self)
-
-    @property
-    def ndim(self) -> int:
-        if self.expr is not None:
-            return self.expr.ndim
-        return max(p.ndim for p in self.parts)
-
-    def to_predicate(self, ndim: int) -> Predicate:
-        """As an :class:`ir.Predicate` over an ``ndim``-axis grid (aligned to the right)."""
-        if self.expr is not None:
-            return Predicate(self.op, self.expr.to_affine(ndim))
-        return Predicate(self.op, None, tuple(p.to_predicate(ndim) for p in self.parts))
 
 
 def arange(*args: int) -> IndexExpr:

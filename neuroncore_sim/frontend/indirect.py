@@ -23,11 +23,12 @@ from ..errors import (AccessError, DTypeError, KernelError, MemorySpaceError, Sh
                       UnsupportedError)
 from ..program.ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
+from .alloc import full, ndarray, sbuf
 from .indexing import IndexExpr
 from .operands import issue, issue_into, operand
 from .tensor import NkiTensor
+from .transfer import DMA_SPACES as _DMA_SPACES
 
-_DMA_SPACES = (MemSpace.HBM, MemSpace.SBUF)
 #: nisa.oob_mode members by value (error = 0, skip = 1) and name.
 OOB_MODES = {0: "error", 1: "skip", "error": "error", "skip": "skip"}
 
@@ -149,7 +150,6 @@ def _masked_gather(what: str, src: IndirectView, out_dtype: Any, mask: Any) -> N
     so the index rows it drops are never read (they may hold any value, as a resize kernel's
     rows past the end of its output do). The mask must be a box (bounds per axis); the rows
     it drops are left unwritten in the new tile."""
-    from . import language as nl
     from .operands import mask_box
     tr = _tracer.current(what)
     box, residual, empty = mask_box(mask, src.shape)
@@ -157,7 +157,7 @@ def _masked_gather(what: str, src: IndirectView, out_dtype: Any, mask: Any) -> N
         raise tr.fail(UnsupportedError, f"{what}: mask= on an indirect DMA must be bounds per "
                       f"axis (i < n, i >= m, combined with &); found a mask that is not a box "
                       f"over {list(src.shape)}")
-    out = nl.ndarray(src.shape, dtype=out_dtype, buffer=nl.sbuf)
+    out = ndarray(src.shape, dtype=out_dtype, buffer=sbuf)
     if empty or box is None:
         return out if empty else NkiTensor.whole(out.decl)
     (lo, hi), cols = box[0], box[1:]
@@ -192,7 +192,7 @@ def dma_indirect(what: str, dst: Any, src: Any, mask: Any, rmw: str | None,
     if not isinstance(src, NkiTensor):
         raise tr.fail(KernelError, f"{what} value: expected a tile, found {type(src).__name__}")
     if src.space is MemSpace.PSUM:
-        from .isa import tensor_copy
+        from .isa.compute import tensor_copy
         src = tensor_copy(src)
     src = _fit(dst, src)
     _check(tr, what, dst, src, mask)
@@ -217,6 +217,5 @@ def atomic_rmw(dst: Any, value: Any, op: Any, *, mask: Any = None, **_: Any) -> 
                       f"tile (t[idx_tile, ...]); NKI supports only indirect indexing here, found "
                       f"{type(dst).__name__}")
     if not isinstance(value, NkiTensor):
-        from . import language as nl
-        value = nl.full(dst.shape, value, dst.dtype)
+        value = full(dst.shape, value, dst.dtype)
     dma_indirect(what, dst, value, mask, name)

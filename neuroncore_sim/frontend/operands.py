@@ -14,10 +14,9 @@ import numpy as np
 
 from ..program import ops
 from ..errors import AccessError, KernelError, MemorySpaceError, ShapeError, UnsupportedError
-from ..program.ir import Access, Affine, Engine, MemSpace, Opcode, Predicate
+from ..program.ir import Access, Engine, MemSpace, Opcode
 from . import tracer as _tracer
-from .indexing import MaskExpr
-from .mask_bool import resolve
+from .mask_view import _NO_MASK, mask_box  # noqa: F401  (operands.mask_box: the modules' import)
 from .tensor import NkiTensor
 
 ON_CHIP = (MemSpace.SBUF, MemSpace.PSUM)
@@ -57,55 +56,6 @@ def nki_op(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         fn._nki_op = name  # type: ignore[attr-defined]
         return fn
     return tag
-
-
-def _shift(pred: Predicate, lo: tuple[int, ...]) -> Predicate:
-    """Re-base a predicate onto a grid that starts at ``lo``."""
-    if pred.expr is not None:
-        e = pred.expr
-        const = e.const + sum(c * l for c, l in zip(e.coefs, lo))
-        return Predicate(pred.op, Affine(const, e.coefs))
-    return Predicate(pred.op, None, tuple(_shift(p, lo) for p in pred.parts))
-
-
-#: What :func:`mask_box` gives for ``mask=None``.
-_NO_MASK = (None, None, False)
-
-
-def mask_box(mask: Any, shape: tuple[int, ...]
-             ) -> tuple[tuple[tuple[int, int], ...] | None, Predicate | None, bool]:
-    """Evaluate ``mask`` over ``shape``.
-
-    Returns:
-        (box, residual predicate, empty): the bounding box of the active elements (None when
-        no mask), the predicate still needed inside the box (None when the box is exact), and
-        whether nothing at all is active.
-    """
-    mask = resolve(mask)
-    if mask is None or mask is True:
-        return None, None, False
-    if mask is False:
-        return None, None, True
-    if not isinstance(mask, MaskExpr):
-        raise _tracer.current().fail(
-            KernelError, f"mask: expected a comparison of nl.arange / nl.mgrid index "
-            f"expressions (combined with &), found {type(mask).__name__}")
-    if mask.ndim > len(shape):
-        raise _tracer.current().fail(
-            KernelError, f"mask: expected at most {len(shape)} axes (the instruction's shape "
-            f"{list(shape)}), found {mask.ndim}")
-    pred = mask.to_predicate(len(shape))
-    active = pred.evaluate(shape)
-    if not active.any():
-        return None, None, True
-    box = []
-    for a in range(len(shape)):
-        other = tuple(b for b in range(len(shape)) if b != a)
-        idx = np.flatnonzero(active.any(axis=other) if other else active)
-        box.append((int(idx[0]), int(idx[-1]) + 1))
-    sub = active[tuple(slice(lo, hi) for lo, hi in box)]
-    residual = None if sub.all() else _shift(pred, tuple(lo for lo, _ in box))
-    return tuple(box), residual, False
 
 
 def start_partition_error(acc: Access) -> str | None:

@@ -24,7 +24,7 @@ from . import tracer as _tracer
 from .affine_index import affine_view
 from .basic_index import VIEW_CACHE_SIZE, basic_index, view_key, whole_index
 from .indexing import DynamicIndex, IndexExpr, MaskExpr, _is_int, trailing_unit_indices
-from .index_split import SplitExpr, split_view
+from .index_expr import SplitExpr
 from .tensor_operators import TileOperators
 from .tensor_surface import Frame, TensorSurface
 
@@ -316,19 +316,16 @@ class NkiTensor(TensorSurface, TileOperators):
         if self.space is not MemSpace.HBM and trailing_unit_indices(self.ndim, key):
             # a [P] tile (a reduction result, or t[:, i] of a [P, F] one) is NKI's [P, 1]:
             # t[:, 0] and t[:, 0:1] index its implicit size-1 free axis (docs/frontend.md)
-            from .broadcast import relabel
-            return relabel(self, self.shape + (1,) * (len(key) - self.ndim))[key]
+            return self._relabeled(self.shape + (1,) * (len(key) - self.ndim))[key]
         if any(isinstance(k, (NkiTensor, DynamicIndex)) for k in key):
             if self.space is MemSpace.HBM:  # an index tile: indirect DMA operand
-                from .indirect import indirect_view
                 k = next(i for i, x in enumerate(key) if isinstance(x, (NkiTensor, DynamicIndex)))
                 if k and all(_is_int(x) for x in key[:k]):  # t[b, idx_tile, ...]: rows of t[b]
-                    return indirect_view(self[key[:k]]._framed(self.shape[k:]), key[k:])
-                return indirect_view(self, key)  # type: ignore[return-value]
-            from .dynamic import dynamic_view  # a runtime (SBUF-held) offset on chip
-            return dynamic_view(self, key)  # type: ignore[return-value]
+                    return _nl.indirect_view(self[key[:k]]._framed(self.shape[k:]), key[k:])
+                return _nl.indirect_view(self, key)  # type: ignore[return-value]
+            return _nl.dynamic_view(self, key)  # a runtime (SBUF-held) offset on chip  # type: ignore[return-value]
         if any(isinstance(k, SplitExpr) for k in key):  # // or % in an index
-            return split_view(self, key)
+            return self._split_view(key)
         if any(isinstance(k, IndexExpr) for k in key):
             return self._index_affine(key)
         return self._index_basic(key)
@@ -441,9 +438,8 @@ class NkiTensor(TensorSurface, TileOperators):
         if not isinstance(target, NkiTensor):
             if self.space is MemSpace.HBM:  # t[idx_tile, ...] = tile: an indirect store
                 _nl.store(target, value)
-            else:  # a runtime-offset view (frontend/dynamic.py)
-                from .dynamic import assign_dynamic
-                assign_dynamic(target, value)
+            else:  # a runtime-offset view (frontend/isa/dynamic.py)
+                _nl.assign_dynamic(target, value)
             return
         _nl.assign(target, value)
 
@@ -468,7 +464,12 @@ class NkiTensor(TensorSurface, TileOperators):
         return f"{head}\n{tr.read(self.access())}"
 
 
-from . import language as _nl  # noqa: E402  (t[...] = x forwards to nl; cyclic by design)
+# The one allowed cycle edge (tests/test_layering.py): what a tile cannot do alone it forwards
+# to nl, which takes tiles: operators (t + u), assignment (t[...] = x, t += x), and the views
+# only instructions and DMAs take (t[idx_tile, ...], runtime offsets t[ix, idx[0, i] + iy]).
+from . import language as _nl  # noqa: E402
 from . import tensor_operators as _operators  # noqa: E402
+from . import tensor_surface as _surface  # noqa: E402
 
-_operators._nl = _nl  # the operators forward to nl too
+_operators._nl = _surface._nl = _nl  # the operators and methods forward to nl too
+_surface._Tensor = NkiTensor  # the mixin's views are NkiTensors

@@ -23,10 +23,17 @@ from ..dtypes import dtype_name
 from ..errors import AccessError, KernelError, ShapeError, UnsupportedError
 from ..program.ir import MemSpace
 from . import tracer as _tracer
-from .indexing import AttributeAccessError
+from .index_expr import SplitExpr, common
+from .indexing import AttributeAccessError, IndexExpr, _is_int, _unsupported
 
 if TYPE_CHECKING:
     from .tensor import NkiTensor
+
+#: The class this mixin is part of (:class:`~.tensor.NkiTensor`) and ``frontend.language`` (nl):
+#: bound by tensor.py once both exist, so that this module imports neither (tensor.py imports
+#: it while defining NkiTensor; its reach to nl is tensor.py's one allowed cycle edge).
+_Tensor: Any = None
+_nl: Any = None
 
 #: (shape, element strides in storage, storage offset) of a reshaped view's dims.
 Frame = tuple[tuple[int, ...], tuple[int, ...], int]
@@ -119,7 +126,6 @@ class TensorSurface:
 
         On-chip tiles keep their partition dim: only the free dims are reshaped.
         """
-        from .tensor import NkiTensor
         tr = _tracer.current("reshape")
         if "shape" in kwargs and not shape:
             shape = (kwargs.pop("shape"),)
@@ -135,7 +141,6 @@ class TensorSurface:
         """The view's elements in row-major order as a view of shape ``new`` whose dims are its
         own (a frame): what reshape gives, also for ``new == shape`` (a sub-tensor that indirect
         indexing then treats as a whole tensor)."""
-        from .tensor import NkiTensor
         tr = _tracer.current("reshape")
         view = self
         if self.space is not MemSpace.HBM:
@@ -164,7 +169,7 @@ class TensorSurface:
         nd = len(new)
         frame: Frame = (new, tuple(strides), acc.offset)
         coefs = tuple(tuple(1 if a == d else 0 for a in range(nd)) for d in range(nd))
-        out = NkiTensor(view._resolved(), new, self.dtype, (0,) * nd, coefs, self.space,
+        out = _Tensor(view._resolved(), new, self.dtype, (0,) * nd, coefs, self.space,
                         self.lease, inside=True, frame=frame)
         out._views = {}
         return out
@@ -173,7 +178,6 @@ class TensorSurface:
         """The same bytes read as ``dtype`` (no copy): the tensor itself when the dtype is its
         own; another dtype must have the same size (``uint8`` data as ``float8_e4m3``)."""
         from .. import dtypes as _dt
-        from .tensor import NkiTensor
         dt = _dt.to_dtype(dtype, "view dtype")
         if dtype_name(dt) == dtype_name(self.dtype):
             return self
@@ -183,7 +187,7 @@ class TensorSurface:
                         f"({dt.itemsize} bytes) is not supported yet; expected a dtype of "
                         f"the same size")
         decl = self._resolved()
-        return NkiTensor(decl, self.shape, dt, self.base, self.coefs, self.space, self.lease,
+        return _Tensor(decl, self.shape, dt, self.base, self.coefs, self.space, self.lease,
                          frame=self.frame)
 
     def _as_dtype(self: NkiTensor, decl: Any) -> np.dtype | None:
@@ -195,7 +199,6 @@ class TensorSurface:
 
     def astype(self: NkiTensor, dtype: Any) -> NkiTensor:
         """A copy of the tile converted to ``dtype`` (``nl.copy`` with ``dtype=``)."""
-        from . import language as _nl
         if self.space is MemSpace.HBM:
             raise _fail(UnsupportedError, "astype of an HBM tensor: expected an on-chip tile "
                         "(load it first; a conversion runs on a compute engine), found hbm")
@@ -228,15 +231,89 @@ class TensorSurface:
 
     def broadcast_to(self: NkiTensor, shape: Any) -> NkiTensor:
         """``tile.broadcast_to(shape)``: see ``nl.broadcast_to``."""
-        from . import language as _nl
         return _nl.broadcast_to(self, shape)
+
+    def _relabeled(self: NkiTensor, shape: tuple[int, ...]) -> NkiTensor:
+        """The same elements in ``shape``, which may add or drop size-1 axes only
+        (``broadcast.same_layout``): a size-1 axis is always at index 0, so it adds nothing
+        to any address."""
+        shape = tuple(shape)
+        if shape == self.shape:
+            return self
+        self._resolved()
+        cols = iter([a for a, n in enumerate(self.shape) if n != 1])
+        where = [None if n == 1 else next(cols) for n in shape]
+        coefs = tuple(tuple(0 if a is None else row[a] for a in where) for row in self.coefs)
+        return _Tensor(self.decl, shape, self.dtype, self.base, coefs, self.space, self.lease)
+
+    def _split_view(t: NkiTensor, key: tuple[Any, ...]) -> NkiTensor:
+        """``t[key]`` where some items are :class:`SplitExpr` (one item per axis of ``t``): an index
+        with ``//`` or ``%`` (index_expr.py)."""
+        if len(key) != t.ndim or any(not isinstance(k, (IndexExpr, SplitExpr)) and not _is_int(k)
+                                     for k in key):
+            raise _unsupported(f"advanced indexing: expected one nl.arange/nl.mgrid expression or "
+                               f"int per axis ({t.ndim} axes), found {key!r}; mixing slices with "
+                               f"index expressions is not supported by NKI")
+        exprs = common(list(key))
+        radix = exprs[0].radix
+        user_shape = tuple(math.prod(r) for r in radix)
+        sub_sizes = [n for r in radix for n in r]
+        base, coefs = [], []
+        for d in range(len(t.base)):
+            row = t.coefs[d]
+            base.append(t.base[d] + sum(row[a] * e.const for a, e in enumerate(exprs)))
+            flat = [tuple(c for cs in e.coefs for c in cs) for e in exprs]
+            coefs.append(tuple(sum(row[a] * flat[a][j] for a in range(len(exprs)))
+                               for j in range(len(sub_sizes))))
+        inner = _Tensor(t._resolved(), tuple(sub_sizes), t.dtype, tuple(base), tuple(coefs),
+                          t.space, t.lease, frame=t.frame)
+        groups = []  # sub-axis positions of each user axis
+        j = 0
+        for r in radix:
+            groups.append(list(range(j, j + len(r))))
+            j += len(r)
+        # one coefficient per declared dim and user axis: an ordinary view
+        merged = []
+        for g in groups:
+            ok = all(row[g[i]] == row[g[i + 1]] * sub_sizes[g[i + 1]]
+                     for row in coefs for i in range(len(g) - 1))
+            merged.append(ok)
+        if all(merged):
+            new = tuple(tuple(row[g[-1]] for g in groups) for row in coefs)
+            return _Tensor(t.decl, user_shape, t.dtype, tuple(base), new, t.space, t.lease,
+                             frame=t.frame)
+        # one storage stride per user axis: a frame over the storage, checked here
+        if t.space is not MemSpace.HBM:  # partitions are separate memories: never merged
+            pd = t.pdim
+            for a, g in enumerate(groups):
+                if len(g) > 1 and any(coefs[pd][j] for j in g):
+                    raise _unsupported(f"index with // or %: axis {a} walks the partitions of "
+                                       f"{t.tensor.name} and other elements together; expected "
+                                       f"the partition axis split only where it maps to the "
+                                       f"partition dim alone", AccessError)
+        problem = inner.out_of_bounds() or inner.tile_error()
+        if problem:
+            raise _unsupported(f"index: {problem}", AccessError)
+        acc = inner.access()
+        steps = [s for s, _ in acc.pattern]
+        frame_steps = []
+        for g in groups:
+            if any(steps[g[i]] != steps[g[i + 1]] * sub_sizes[g[i + 1]] for i in range(len(g) - 1)):
+                parts = ", ".join(f"{sub_sizes[i]} x stride {steps[i]}" for i in g)
+                raise _unsupported(f"index with // or %: axis {groups.index(g)} of the view walks "
+                                   f"memory as {parts}, not with one stride; expected one grid "
+                                   f"axis per factor (nl.mgrid with separate axes)")
+            frame_steps.append(steps[g[-1]])
+        nd = len(user_shape)
+        ident = tuple(tuple(1 if a == b else 0 for a in range(nd)) for b in range(nd))
+        return _Tensor(t.decl, user_shape, t.dtype, (0,) * nd, ident, t.space, t.lease,
+                         inside=True, frame=(user_shape, tuple(frame_steps), acc.offset))
 
     def _permuted(self: NkiTensor, order: list[int]) -> NkiTensor:
         """The same elements with the view's axes in ``order`` (an access-pattern reordering,
         no copy; internal: NKI 2.2x tensors have no permute)."""
-        from .tensor import NkiTensor
         decl = self._resolved()
-        return NkiTensor(decl, tuple(self.shape[a] for a in order), self.dtype, self.base,
+        return _Tensor(decl, tuple(self.shape[a] for a in order), self.dtype, self.base,
                          tuple(tuple(r[a] for a in order) for r in self.coefs), self.space,
                          self.lease, frame=self.frame)
 
@@ -250,15 +327,15 @@ class TensorSurface:
                     f"have no attribute {name!r}; expected one of {', '.join(DOCUMENTED)}")
 
     # --- operators the element-wise ones in tensor.py leave out ---------------------------------
-    def __lshift__(self, o: Any) -> Any: return _lang().left_shift(self, o)
-    def __rlshift__(self, o: Any) -> Any: return _lang().left_shift(o, self)
-    def __rshift__(self, o: Any) -> Any: return _lang().right_shift(self, o)
-    def __rrshift__(self, o: Any) -> Any: return _lang().right_shift(o, self)
-    def __rpow__(self, o: Any) -> Any: return _lang().power(o, self)
-    def __rmod__(self, o: Any) -> Any: return _lang().mod(o, self)
-    def __rand__(self, o: Any) -> Any: return _lang().bitwise_and(o, self)
-    def __ror__(self, o: Any) -> Any: return _lang().bitwise_or(o, self)
-    def __rxor__(self, o: Any) -> Any: return _lang().bitwise_xor(o, self)
+    def __lshift__(self, o: Any) -> Any: return _nl.left_shift(self, o)
+    def __rlshift__(self, o: Any) -> Any: return _nl.left_shift(o, self)
+    def __rshift__(self, o: Any) -> Any: return _nl.right_shift(self, o)
+    def __rrshift__(self, o: Any) -> Any: return _nl.right_shift(o, self)
+    def __rpow__(self, o: Any) -> Any: return _nl.power(o, self)
+    def __rmod__(self, o: Any) -> Any: return _nl.mod(o, self)
+    def __rand__(self, o: Any) -> Any: return _nl.bitwise_and(o, self)
+    def __ror__(self, o: Any) -> Any: return _nl.bitwise_or(o, self)
+    def __rxor__(self, o: Any) -> Any: return _nl.bitwise_xor(o, self)
 
     def _no_operator(self, *_: Any) -> Any:
         raise _fail(UnsupportedError, "this Python operator has no NKI instruction for tiles "
@@ -289,11 +366,6 @@ class TensorSurface:
 
     def __float__(self) -> float:
         raise host_value("float value", "tile arithmetic (nl.multiply etc.)")
-
-
-def _lang() -> Any:
-    from . import language
-    return language
 
 
 def host_value(what: str, instead: str) -> KernelError:

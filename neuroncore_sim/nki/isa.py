@@ -21,6 +21,8 @@ _IMPLEMENTATION = frozenset({
     "issue", "np",
     "op_name", "ops", "per_partition", "promote", "relabel", "resolve_mask", "same_layout",
     "scalar_value", "shape_arg", "to_dtype", "v3_error",
+    # the instruction modules of the frontend/isa package (attributes of the package)
+    "compute", "dynamic", "selection", "transfers",
 })
 
 __all__ = sorted(n for n in vars(_impl) if not n.startswith("_") and n not in _IMPLEMENTATION)

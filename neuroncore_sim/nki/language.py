@@ -20,6 +20,9 @@ _IMPLEMENTATION = frozenset({
     "annotations", "assign", "binary", "broadcast_error", "builtins", "checked_access",
     "common_shape", "copy_op", "dma_move", "dropped", "expand", "issue_into", "math", "nisa",
     "np", "operand", "padded", "partition_broadcast", "relabel", "same_layout", "scalar_value",
+    "fill", "indirect_view", "dynamic_view", "assign_dynamic",
+    # the modules of the frontend/language package (attributes of the package)
+    "assignment", "nlmath", "tiles",
     "shape_arg", "start_partition_error",
 })
 

@@ -20,15 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import dtype_name, to_dtype
-from ..errors import (AccessError, DTypeError, KernelError, MemorySpaceError, ShapeError,
+from ...dtypes import dtype_name, to_dtype
+from ...errors import (AccessError, DTypeError, KernelError, MemorySpaceError, ShapeError,
                       UnsupportedError)
-from ..program.ir import Engine, MemSpace, Opcode
-from . import tracer as _tracer
-from .indexing import DynamicIndex
-from .operands import ON_CHIP, engine_arg, mask_box, operand
-from .operands import fail as _fail
-from .tensor import NkiTensor
+from ...program.ir import Engine, MemSpace, Opcode
+from .. import tracer as _tracer
+from ..indexing import DynamicIndex
+from ..operands import ON_CHIP, engine_arg, mask_box, operand
+from ..operands import fail as _fail
+from ..tensor import NkiTensor
 
 #: Public names re-exported as ``nki.isa.<name>``.
 EXPORTS = ("tensor_copy_dynamic_src", "tensor_copy_dynamic_dst")

@@ -1,18 +1,18 @@
 """``nki.isa``'s DMA instructions: ``dma_copy`` and ``dma_transpose``.
 
 Their names become names of :mod:`neuroncore_sim.frontend.isa` (``nisa.dma_copy``); the moves
-themselves are recorded by :mod:`.dma` (direct) and :mod:`.indirect` (indexed by a tile).
+themselves are recorded by :mod:`..dma` (direct) and :mod:`..indirect` (indexed by a tile).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..errors import MemorySpaceError
-from ..program.ir import MemSpace
-from .isa_select import v3_error
-from .operands import fail as _fail, op_name, require_tile as _tile
-from .tensor import NkiTensor
+from ...errors import MemorySpaceError
+from ...program.ir import MemSpace
+from .selection import v3_error
+from ..operands import fail as _fail, op_name, require_tile as _tile
+from ..tensor import NkiTensor
 
 #: Public names re-exported as ``nki.isa.<name>``.
 EXPORTS = ("dma_copy", "dma_transpose")
@@ -21,8 +21,8 @@ EXPORTS = ("dma_copy", "dma_transpose")
 def dma_copy(*, dst: Any, src: Any, mask: Any = None, dst_rmw_op: Any = None,
              oob_mode: Any = None, dge_mode: Any = None) -> None:
     """Copy ``src`` to ``dst`` with a DMA (HBM or SBUF on either side)."""
-    from .dma import dma_move
-    from .indirect import IndirectView, dma_indirect
+    from ..transfer import dma_move
+    from ..indirect import IndirectView, dma_indirect
     if getattr(dge_mode, "name", dge_mode) == "hwdge":
         raise v3_error("dma_copy dge_mode=hwdge (hardware DGE)")
     rmw = None if dst_rmw_op is None else op_name(dst_rmw_op, "dma_copy dst_rmw_op",
@@ -35,7 +35,7 @@ def dma_copy(*, dst: Any, src: Any, mask: Any = None, dst_rmw_op: Any = None,
 
 def dma_transpose(src: Any, *, axes: Any = None, mask: Any = None, dtype: Any = None) -> NkiTensor:
     """Transpose while moving (DMA): [A, B] -> [B, A]; 3-D axes (2, 1, 0); 4-D (3, 1, 2, 0)."""
-    from .dma import _dma_transpose
+    from ..dma import _dma_transpose
     s = _tile(src, "dma_transpose src")
     if s.space is MemSpace.PSUM:
         raise _fail(MemorySpaceError, "dma_transpose src: expected a tensor in hbm or sbuf, "

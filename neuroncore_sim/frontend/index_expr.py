@@ -1,4 +1,11 @@
-"""Floor division and modulo of index expressions by positive integer constants.
+"""Index expressions: :class:`IndexExpr` (affine, ``nl.arange`` / ``nl.mgrid`` values) and
+:class:`SplitExpr`, the result of their ``//`` and ``%`` (one algebra: each builds the other).
+
+An :class:`IndexExpr` is an integer affine expression over the axes of a broadcast grid, like
+``i * 128 + nl.arange(128)[:, None]``: a constant plus one coefficient per axis, each axis with a
+size (1 for a broadcast axis). Comparing expressions gives a :class:`.index_base.MaskExpr`.
+
+Floor division and modulo by positive integer constants:
 
 ``i // k`` and ``i % k`` of an ``nl.arange`` value are not affine in ``i``, but they are affine
 over a finer grid: where ``k`` divides the axis size, ``i = k * hi + lo`` with ``hi`` in
@@ -23,15 +30,191 @@ expressions only.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..errors import AccessError
-from .indexing import IndexExpr, _is_int, _unsupported
+from ..program.ir import Affine
+from .index_base import AttributeAccessError, MaskExpr, _defers, _is_int, _unsupported
 
-if TYPE_CHECKING:  # (tensor.py imports this module: NkiTensor is imported where it is used)
-    from .tensor import NkiTensor
+
+class IndexExpr:
+    """``const + sum(coefs[a] * i_a)`` where ``i_a`` runs over ``range(sizes[a])``.
+
+    Axes broadcast like numpy (aligned to the right); an axis of size 1 has coefficient 0.
+    """
+
+    __slots__ = ("const", "coefs", "sizes")
+
+    def __init__(self, const: int, coefs: tuple[int, ...], sizes: tuple[int, ...]) -> None:
+        self.const = int(const)
+        self.coefs = coefs
+        self.sizes = sizes
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Broadcast shape of the expression."""
+        return self.sizes
+
+    @property
+    def ndim(self) -> int:
+        return len(self.sizes)
+
+    def bounds(self) -> tuple[int, int]:
+        """(min, max) value over the grid (inclusive)."""
+        lo = hi = self.const
+        for c, n in zip(self.coefs, self.sizes):
+            ext = c * (n - 1)
+            if ext < 0:
+                lo += ext
+            else:
+                hi += ext
+        return lo, hi
+
+    def aligned(self, ndim: int) -> IndexExpr:
+        """The same expression with leading broadcast axes added up to ``ndim``."""
+        pad = ndim - len(self.sizes)
+        if pad <= 0:
+            return self
+        return IndexExpr(self.const, (0,) * pad + self.coefs, (1,) * pad + self.sizes)
+
+    def __getitem__(self, key: object) -> IndexExpr:
+        # Only axis insertion (``[:, None]``, ``[None, :]``) is meaningful on an index.
+        key = key if isinstance(key, tuple) else (key,)
+        coefs, sizes, k = [], [], 0
+        for item in key:
+            if item is None:
+                coefs.append(0)
+                sizes.append(1)
+            elif isinstance(item, slice) and item == slice(None):
+                coefs.append(self.coefs[k])
+                sizes.append(self.sizes[k])
+                k += 1
+            else:
+                raise _unsupported(
+                    f"index expression: expected [:, None]-style axis insertion, found {item!r}")
+        coefs.extend(self.coefs[k:])
+        sizes.extend(self.sizes[k:])
+        return IndexExpr(self.const, tuple(coefs), tuple(sizes))
+
+    def _combine(self, other: object, sign: int) -> IndexExpr:
+        if _is_int(other):
+            return IndexExpr(self.const + sign * int(other), self.coefs,  # type: ignore[arg-type]
+                             self.sizes)
+        if not isinstance(other, IndexExpr):
+            if _defers(other):
+                return NotImplemented  # a tile or a split expression handles it
+            raise _unsupported(f"index expression arithmetic: expected an int or an index "
+                               f"expression, found {other!r} ({type(other).__name__})")
+        ndim = max(self.ndim, other.ndim)
+        a, b = self.aligned(ndim), other.aligned(ndim)
+        sizes = []
+        for sa, sb in zip(a.sizes, b.sizes):
+            if sa != sb and 1 not in (sa, sb):
+                raise _unsupported(
+                    f"index expressions: cannot broadcast shapes {a.sizes} and {b.sizes}")
+            sizes.append(max(sa, sb))
+        coefs = tuple(ca + sign * cb for ca, cb in zip(a.coefs, b.coefs))
+        return IndexExpr(a.const + sign * b.const, coefs, tuple(sizes))
+
+    def __add__(self, other: object) -> IndexExpr:
+        return self._combine(other, 1)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: object) -> IndexExpr:
+        return self._combine(other, -1)
+
+    def __rsub__(self, other: object) -> IndexExpr:
+        return (-self)._combine(other, 1)
+
+    def __neg__(self) -> IndexExpr:
+        return IndexExpr(-self.const, tuple(-c for c in self.coefs), self.sizes)
+
+    def __mul__(self, other: object) -> IndexExpr:
+        if not _is_int(other):
+            raise _unsupported(
+                f"index expression: only multiplication by an integer is affine, found {other!r}")
+        k = int(other)  # type: ignore[arg-type]
+        return IndexExpr(self.const * k, tuple(c * k for c in self.coefs), self.sizes)
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, k: object) -> object:
+        """``e // k`` for a positive int ``k``: exact, over a split grid ."""
+        return divmod_expr(self, k, "//")[0]
+
+    def __mod__(self, k: object) -> object:
+        """``e % k`` for a positive int ``k``: exact, over a split grid ."""
+        return divmod_expr(self, k, "%")[1]
+
+    def _nonaffine(self, *_: object) -> IndexExpr:
+        raise _unsupported("index expression: only +, -, * by an integer, and // and % by a "
+                           "positive integer are supported; / and an index expression as "
+                           "divisor are not")
+
+    __truediv__ = __rtruediv__ = __rfloordiv__ = __rmod__ = _nonaffine
+    __pow__ = __rpow__ = __abs__ = __invert__ = __lshift__ = __rshift__ = _nonaffine
+    __and__ = __rand__ = __or__ = __ror__ = __xor__ = __rxor__ = __matmul__ = _nonaffine
+
+    def __getattr__(self, name: str) -> object:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise _unsupported(f"index expression .{name}: expected shape or ndim (an index "
+                           f"expression is an nl.arange / nl.mgrid value)", AttributeAccessError)
+
+    def _cmp(self, other: object, op: str) -> MaskExpr:
+        if isinstance(other, (float, np.floating)) and np.isfinite(other):
+            # i < 2.5 is i < 3 for integer i (e.g. a bound written n / 2)
+            if other != int(other):
+                if op in ("==", "!="):
+                    raise _unsupported(f"index comparison {op} {other}: expected an integer "
+                                       f"bound, found a fraction")
+                other = int(np.ceil(other)) if op in ("<", ">=") else int(np.floor(other))
+            else:
+                other = int(other)
+        if isinstance(other, IndexExpr) or _is_int(other):
+            return MaskExpr("cmp", op, self - other, ())
+        if _defers(other):
+            return NotImplemented  # type: ignore[return-value]
+        raise _unsupported(f"index comparison {op}: expected an int or an index expression, "
+                           f"found {other!r} ({type(other).__name__})")
+
+    def __lt__(self, other: object) -> MaskExpr:
+        return self._cmp(other, "<")
+
+    def __le__(self, other: object) -> MaskExpr:
+        return self._cmp(other, "<=")
+
+    def __gt__(self, other: object) -> MaskExpr:
+        return self._cmp(other, ">")
+
+    def __ge__(self, other: object) -> MaskExpr:
+        return self._cmp(other, ">=")
+
+    def __eq__(self, other: object) -> MaskExpr:  # type: ignore[override]
+        return self._cmp(other, "==")
+
+    def __ne__(self, other: object) -> MaskExpr:  # type: ignore[override]
+        return self._cmp(other, "!=")
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def values(self) -> np.ndarray:
+        """The expression's values over its grid (for iota and debugging)."""
+        return Affine(self.const, self.coefs).evaluate(self.sizes)
+
+    def to_affine(self, ndim: int) -> Affine:
+        """As an :class:`ir.Affine` over an ``ndim``-axis grid."""
+        a = self.aligned(ndim)
+        return Affine(a.const, a.coefs)
+
+    def __repr__(self) -> str:
+        terms = " + ".join(f"{c}*i{k}[{n}]" for k, (c, n) in enumerate(zip(self.coefs, self.sizes))
+                           if c)
+        return f"IndexExpr({self.const}{' + ' + terms if terms else ''})"
+
 
 Radix = tuple[int, ...]  # sub-axis sizes of one user axis, outer to inner (product: its size)
 
@@ -285,68 +468,3 @@ def divmod_expr(e: Any, k: Any, op: str) -> tuple[SplitExpr | IndexExpr, SplitEx
     q = tuple(tuple(c // k if c % k == 0 else 0 for c in cs) for cs in coefs)
     rm = tuple(tuple(0 if c % k == 0 else c for c in cs) for cs in coefs)
     return SplitExpr(cq, rad, q).simplified(), SplitExpr(cr, rad, rm).simplified()
-
-
-def split_view(t: NkiTensor, key: tuple[Any, ...]) -> NkiTensor:
-    """``t[key]`` where some items are :class:`SplitExpr` (one item per axis of ``t``)."""
-    from .tensor import NkiTensor
-    if len(key) != t.ndim or any(not isinstance(k, (IndexExpr, SplitExpr)) and not _is_int(k)
-                                 for k in key):
-        raise _unsupported(f"advanced indexing: expected one nl.arange/nl.mgrid expression or "
-                           f"int per axis ({t.ndim} axes), found {key!r}; mixing slices with "
-                           f"index expressions is not supported by NKI")
-    exprs = common(list(key))
-    radix = exprs[0].radix
-    user_shape = tuple(math.prod(r) for r in radix)
-    sub_sizes = [n for r in radix for n in r]
-    base, coefs = [], []
-    for d in range(len(t.base)):
-        row = t.coefs[d]
-        base.append(t.base[d] + sum(row[a] * e.const for a, e in enumerate(exprs)))
-        flat = [tuple(c for cs in e.coefs for c in cs) for e in exprs]
-        coefs.append(tuple(sum(row[a] * flat[a][j] for a in range(len(exprs)))
-                           for j in range(len(sub_sizes))))
-    inner = NkiTensor(t._resolved(), tuple(sub_sizes), t.dtype, tuple(base), tuple(coefs),
-                      t.space, t.lease, frame=t.frame)
-    groups = []  # sub-axis positions of each user axis
-    j = 0
-    for r in radix:
-        groups.append(list(range(j, j + len(r))))
-        j += len(r)
-    # one coefficient per declared dim and user axis: an ordinary view
-    merged = []
-    for g in groups:
-        ok = all(row[g[i]] == row[g[i + 1]] * sub_sizes[g[i + 1]]
-                 for row in coefs for i in range(len(g) - 1))
-        merged.append(ok)
-    if all(merged):
-        new = tuple(tuple(row[g[-1]] for g in groups) for row in coefs)
-        return NkiTensor(t.decl, user_shape, t.dtype, tuple(base), new, t.space, t.lease,
-                         frame=t.frame)
-    # one storage stride per user axis: a frame over the storage, checked here
-    from ..program.ir import MemSpace
-    if t.space is not MemSpace.HBM:  # partitions are separate memories: never merged
-        pd = t.pdim
-        for a, g in enumerate(groups):
-            if len(g) > 1 and any(coefs[pd][j] for j in g):
-                raise _unsupported(f"index with // or %: axis {a} walks the partitions of "
-                                   f"{t.tensor.name} and other elements together; expected "
-                                   f"the partition axis split only where it maps to the "
-                                   f"partition dim alone", AccessError)
-    problem = inner.out_of_bounds() or inner.tile_error()
-    if problem:
-        raise _unsupported(f"index: {problem}", AccessError)
-    acc = inner.access()
-    steps = [s for s, _ in acc.pattern]
-    frame_steps = []
-    for g in groups:
-        if any(steps[g[i]] != steps[g[i + 1]] * sub_sizes[g[i + 1]] for i in range(len(g) - 1)):
-            parts = ", ".join(f"{sub_sizes[i]} x stride {steps[i]}" for i in g)
-            raise _unsupported(f"index with // or %: axis {groups.index(g)} of the view walks "
-                               f"memory as {parts}, not with one stride; expected one grid "
-                               f"axis per factor (nl.mgrid with separate axes)")
-        frame_steps.append(steps[g[-1]])
-    nd = len(user_shape)
-    ident = tuple(tuple(1 if a == b else 0 for a in range(nd)) for b in range(nd))
-    return NkiTensor(t.decl, user_shape, t.dtype, (0,) * nd, ident, t.space, t.lease,
-                     inside=True, frame=(user_shape, tuple(frame_steps), acc.offset))

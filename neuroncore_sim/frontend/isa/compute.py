@@ -1,4 +1,5 @@
-"""``nki.isa`` (nisa): one function per NeuronCore-v2 instruction.
+"""``nki.isa`` compute instructions: one function per NeuronCore-v2 instruction of TensorE,
+VectorE, ScalarE and GpSimd, and the enums of ``nki.isa`` (``engine``, ``oob_mode``, ...).
 
 Each function checks its operands against the rules the NKI API reference (docs 2.20-2.26)
 states, picks the engine (the ``engine=`` argument, else the documented default), and records
@@ -14,18 +15,19 @@ from typing import Any
 
 import numpy as np
 
-from ..program import ops
-from ..dtypes import dtype_name, float32, is_float, promote, to_dtype
-from ..errors import DTypeError, KernelError, MemorySpaceError, ShapeError, UnsupportedError
-from ..program.ir import Engine, MemSpace, Opcode
-from . import tracer as _tracer
-from .indexing import IndexExpr, MaskExpr, permuted_mask
-from .mask_bool import resolve as resolve_mask
-from .operands import fail as _fail, require_tile as _tile
-from .operands import engine_arg, issue, op_name, scalar_value, shape_arg
-from .broadcast import free_broadcast, per_partition, relabel, same_layout
-from . import rng as _rng
-from .tensor import NkiTensor
+from ...program import ops
+from ...dtypes import dtype_name, float32, is_float, promote, to_dtype
+from ...errors import DTypeError, KernelError, MemorySpaceError, ShapeError, UnsupportedError
+from ...program.ir import Engine, MemSpace, Opcode
+from .. import tracer as _tracer
+from ..indexing import IndexExpr, MaskExpr, permuted_mask
+from ..mask_bool import resolve as resolve_mask
+from ..operands import fail as _fail, require_tile as _tile
+from ..operands import engine_arg, issue, op_name, scalar_value, shape_arg
+from ..broadcast import free_broadcast, per_partition, relabel, same_layout
+from .. import rng as _rng
+from .selection import v3_error
+from ..tensor import NkiTensor
 
 
 class engine(enum.IntEnum):  # noqa: N801  (name and values as in nki.isa)
@@ -464,34 +466,3 @@ def bn_aggr(data: Any, *, mask: Any = None, dtype: Any = None) -> NkiTensor:
                     f"{list(d.shape)}")
     return issue(what, Opcode.BN_AGGR, Engine.VECTOR, (d.shape[0], 2), _out_dtype(dtype, d.dtype),
                  {"data": d}, {}, mask=mask, mask_shape=d.shape)
-
-
-def __getattr__(name: str) -> Any:
-    if name.startswith("__"):
-        raise AttributeError(name)
-    if name in V3_ONLY:
-        raise v3_error(f"nisa.{name}")
-    tr = _tracer.active_or_none()
-    msg = (f"nisa.{name} is not supported by neuroncore_sim (it is part of the NKI surface "
-           "not implemented yet, or not available on NeuronCore-v2)")
-    raise tr.fail(UnsupportedError, msg) if tr is not None else UnsupportedError(msg)
-
-
-# The rest of the instruction set lives in its own modules (they need nothing from this one);
-# their public names become names of this module, so ``nisa.<name>`` and ``dir(nisa)`` see them.
-from . import dynamic as _dynamic, isa_dma as _dma, isa_select as _select  # noqa: E402
-from .isa_select import V3_ONLY, v3_error  # noqa: E402
-
-for _mod in (_dynamic, _select, _dma):
-    globals().update({_n: getattr(_mod, _n) for _n in _mod.EXPORTS})
-
-# NKI's instructions take ``name=`` (and report other unknown keywords clearly): wrap each
-# public instruction of this module and its companions once, here.
-from .api_keywords import accepts_name as _accepts_name  # noqa: E402
-
-_INSTRUCTION_MODULES = {__name__, _dynamic.__name__, _select.__name__, _dma.__name__}
-for _n, _f in list(globals().items()):
-    if (not _n.startswith("_") and callable(_f) and not isinstance(_f, type)
-            and getattr(_f, "__module__", None) in _INSTRUCTION_MODULES and _n != "v3_error"):
-        globals()[_n] = _accepts_name(_f, f"nisa.{_n}")
-

@@ -20,15 +20,16 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import cast, float32, is_float, promote, promote_scalar, to_dtype
-from ..errors import KernelError, MemorySpaceError, ShapeError, UnsupportedError
-from ..program.ir import MemSpace
-from . import isa as nisa
-from . import tracer as _tracer
-from .broadcast import broadcast_error, common_shape, expand, padded, relabel
-from .dma import dma_move
-from .operands import nki_op, shape_arg
-from .tensor import NkiTensor
+from ...dtypes import cast, float32, is_float, promote, promote_scalar, to_dtype
+from ...errors import KernelError, MemorySpaceError, ShapeError, UnsupportedError
+from ...program.ir import MemSpace
+from ..isa import compute as nisa  # (the instructions themselves, not the nisa facade)
+from .. import tracer as _tracer
+from ..broadcast import broadcast_error, common_shape, expand, padded, relabel
+from ..alloc import ndarray
+from ..transfer import dma_move
+from ..operands import nki_op, shape_arg
+from ..tensor import NkiTensor
 
 #: The names ``nl`` re-exports (``from .nlmath import *``).
 __all__ = [
@@ -284,7 +285,6 @@ def var(x: Any, axis: Any = _AXIS, *,
 # --- composites ----------------------------------------------------------------------------------
 def _partition_column(p: int) -> NkiTensor:
     """A fresh [p, 1] float32 SBUF tile (an accumulator-register read target)."""
-    from .language import ndarray
     return ndarray((p, 1), float32)
 
 
@@ -429,7 +429,6 @@ def partition_broadcast(src: NkiTensor, shape: tuple[int, ...]) -> NkiTensor:
     1.0 times one input), other dtypes (which TensorE does not take) by one SBUF-to-SBUF DMA
     whose source repeats the partition (stride 0)."""
     tr = _tracer.current("partition broadcast")
-    from .language import ndarray
     if src.space is MemSpace.PSUM:  # TensorE and the DMA queues read SBUF, not PSUM
         src = nisa.tensor_copy(src)
     src = relabel(src, padded(src.shape, 2))  # the matmul's moving operand is [1, F]

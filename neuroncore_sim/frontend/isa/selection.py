@@ -12,16 +12,16 @@ from typing import Any
 
 import numpy as np
 
-from ..program import ops
-from ..dtypes import dtype_name, is_float, to_dtype
-from ..errors import (AccessError, DTypeError, KernelError, MemorySpaceError, ShapeError,
+from ...program import ops
+from ...dtypes import dtype_name, is_float, to_dtype
+from ...errors import (AccessError, DTypeError, KernelError, MemorySpaceError, ShapeError,
                       UnsupportedError)
-from ..program.ir import Engine, MemSpace, Opcode
-from . import tracer as _tracer
-from .operands import fail as _fail, require_tile as _tile
-from .operands import issue, issue_into, mask_box, op_name, operand, scalar_value
-from .broadcast import per_partition
-from .tensor import NkiTensor
+from ...program.ir import Engine, MemSpace, Opcode
+from .. import tracer as _tracer
+from ..operands import fail as _fail, require_tile as _tile
+from ..operands import issue, issue_into, mask_box, op_name, operand, scalar_value
+from ..broadcast import per_partition
+from ..tensor import NkiTensor
 
 #: Public names re-exported as ``nki.isa.<name>``.
 EXPORTS = ("tensor_copy_predicated", "select_reduce", "range_select", "tensor_partition_reduce",
