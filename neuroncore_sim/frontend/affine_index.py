@@ -16,17 +16,15 @@ from __future__ import annotations
 
 from typing import Any
 
-#: (dims, base, coefs, key values) -> (shape, base, coefs, inside) of the view.
-_AFFINE: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-#: Bound of that cache (cleared when full: it only saves recomputation).
-AFFINE_CACHE_SIZE = 4096
+from .view_cache import remember
 
-
-def affine_view(view: Any, key: tuple[Any, ...], index_expr: type) -> Any:
+def affine_view(view: Any, key: tuple[Any, ...], index_expr: type,
+                memo: dict[tuple[Any, ...], Any] | None) -> Any:
     """``view[key]`` for a key of one plain ``int`` or ``index_expr`` (``IndexExpr``) per axis,
     at least one expression, from the cache or the general path; None for any other key.
     (``view`` is an NkiTensor; both types come from the caller: this module sits below
-    tensor.py and indexing.py in the imports.)"""
+    tensor.py and indexing.py in the imports.) ``memo`` is the launch's ``ViewCache.affine``
+    (None outside a launch: computed every time)."""
     if len(key) != len(view.shape):
         return None
     values: list[Any] = []
@@ -43,14 +41,13 @@ def affine_view(view: Any, key: tuple[Any, ...], index_expr: type) -> Any:
     if not has_expr:
         return None
     ck = (view.dims, view.base, view.coefs, tuple(values))
-    geometry = _AFFINE.get(ck)
+    geometry = memo.get(ck) if memo is not None else None
     if geometry is None:
         general = view._index_affine(key)  # raises the general path's errors
         geometry = (general.shape, general.base, general.coefs,
                     general.out_of_bounds() is None)
-        if len(_AFFINE) >= AFFINE_CACHE_SIZE:
-            _AFFINE.clear()
-        _AFFINE[ck] = geometry
+        if memo is not None:
+            remember(memo, ck, geometry)
     shape, base, coefs, inside = geometry
     return type(view)(view.decl, shape, view.dtype, base, coefs, view.space, view.lease,
                       inside=inside, frame=view.frame)

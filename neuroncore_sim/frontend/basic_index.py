@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .view_cache import remember
+
 #: How many views one view keeps cached (the oldest is dropped first). Big enough for a
 #: stationary block of a blocked matmul ([K tiles x M tiles] slices of one tile).
 VIEW_CACHE_SIZE = 1024
@@ -112,23 +114,15 @@ def basic_index(shape_in: tuple[int, ...], base: tuple[int, ...],
     return tuple(shape), base, coefs, within
 
 
-#: (shape, view key) -> the geometry of the key on a whole tensor of that shape: loops index each
-#: new tile like the one before (``moving[:, j * 512:(j + 1) * 512]`` of every moving tile).
-_WHOLE: dict[tuple[tuple[int, ...], tuple[Any, ...]], Geometry] = {}
-#: Bound of that cache (cleared when full).
-WHOLE_CACHE_SIZE = 4096
-
-
 def whole_index(shape: tuple[int, ...], base: tuple[int, ...],
                 coefs: tuple[tuple[int, ...], ...], key: tuple[Any, ...],
-                cache_key: tuple[Any, ...]) -> Geometry | None:
+                cache_key: tuple[Any, ...], memo: dict | None) -> Geometry | None:
     """:func:`basic_index` of a whole view (``NkiTensor.whole``: zero base, identity map, so
-    its geometry depends on its shape alone), remembered by (shape, ``cache_key``)."""
-    geometry = _WHOLE.get((shape, cache_key))
+    its geometry depends on its shape alone), remembered by (shape, ``cache_key``) in ``memo``
+    (the launch's ``ViewCache.whole``; None outside a launch)."""
+    geometry = memo.get((shape, cache_key)) if memo is not None else None
     if geometry is None:
         geometry = basic_index(shape, base, coefs, key)
-        if geometry is not None:
-            if len(_WHOLE) >= WHOLE_CACHE_SIZE:
-                _WHOLE.clear()
-            _WHOLE[(shape, cache_key)] = geometry
+        if geometry is not None and memo is not None:
+            remember(memo, (shape, cache_key), geometry)
     return geometry

@@ -29,8 +29,17 @@ from .tensor_operators import TileOperators
 from .tensor_surface import Frame, TensorSurface
 
 
-#: rank -> (base, coefs) of a whole tensor's view (the identity map), built once per rank
-_IDENTITY: dict[int, tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]] = {}
+#: rank -> (base, coefs) of a whole tensor's view (the identity map): a constant table, built
+#: at import for the ranks kernels use (a view of higher rank builds its own map)
+_IDENTITY: dict[int, tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]] = {
+    nd: ((0,) * nd, tuple(tuple(1 if a == d else 0 for a in range(nd)) for d in range(nd)))
+    for nd in range(9)}
+
+
+def _affine_memo() -> dict | None:
+    """The running launch's memo of index-expression views (None outside a launch)."""
+    tr = _tracer.active_or_none()
+    return tr.view_cache.affine if tr is not None else None
 
 
 def _is_identity(coefs: tuple[tuple[int, ...], ...]) -> bool:
@@ -77,8 +86,8 @@ class NkiTensor(TensorSurface, TileOperators):
         """A view of all of ``decl`` in its declared shape."""
         nd = len(decl.shape)
         base_coefs = _IDENTITY.get(nd)
-        if base_coefs is None:
-            base_coefs = _IDENTITY[nd] = ((0,) * nd, tuple(
+        if base_coefs is None:  # (rank > 8: not in the table, so never taken for the identity)
+            base_coefs = ((0,) * nd, tuple(
                 tuple(1 if a == d else 0 for a in range(nd)) for d in range(nd)))
         tr = _tracer.active_or_none()
         view = cls(decl, decl.shape, decl.dtype, base_coefs[0], base_coefs[1], decl.space,
@@ -299,7 +308,9 @@ class NkiTensor(TensorSurface, TileOperators):
                 view = views.get(cache_key)
                 if view is not None:
                     return view
-                geometry = whole_index(self.shape, self.base, self.coefs, key, cache_key)
+                tr = _tracer.active_or_none()
+                geometry = whole_index(self.shape, self.base, self.coefs, key, cache_key,
+                                       tr.view_cache.whole if tr is not None else None)
             else:
                 geometry = basic_index(self.shape, self.base, self.coefs, key)
             if geometry is not None:
@@ -311,8 +322,8 @@ class NkiTensor(TensorSurface, TileOperators):
                         del views[next(iter(views))]
                     views[cache_key] = view
                 return view
-        elif (view := affine_view(self, key, IndexExpr)) is not None:  # nl.mgrid exprs, ints
-            return view
+        elif (view := affine_view(self, key, IndexExpr, _affine_memo())) is not None:
+            return view  # nl.mgrid exprs and ints
         if self.space is not MemSpace.HBM and trailing_unit_indices(self.ndim, key):
             # a [P] tile (a reduction result, or t[:, i] of a [P, F] one) is NKI's [P, 1]:
             # t[:, 0] and t[:, 0:1] index its implicit size-1 free axis (docs/frontend.md)

@@ -38,6 +38,7 @@ from ..errors import InputWriteWarning, SimulatorError, SimulatorWarning, Unsupp
 from ..program.ir import (Access, Engine, Instruction, MemSpace, Opcode, Placement, Predicate,
                           Program, SourceLoc, TensorDecl)
 from .loopcheck import loop_carried_reads
+from .view_cache import ViewCache
 from .once_traced import entry_indices, restore_indices
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -204,6 +205,8 @@ class Tracer:
         #: the running loops NKI traces once (nl.affine_range and nl.sequential_range), outermost
         #: first: (loop line, iteration); see :meth:`traced_iteration`
         self.traced_loops: tuple[tuple[object, int], ...] = ()
+        #: geometry memos of this launch's views (view_cache.py)
+        self.view_cache = ViewCache()
         #: the kernel is compiled in its own order (ncc.skip_middle_end_transformations /
         #: no_reorder): affine loops are not reordered, so carried dependencies are not reported
         self.keeps_order = False

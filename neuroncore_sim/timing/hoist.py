@@ -27,20 +27,16 @@ from ..program.ir import Engine, Instruction, Opcode
 _ENGINES = frozenset({Engine.VECTOR, Engine.SCALAR, Engine.GPSIMD})
 
 
-#: id(dtype) -> (dtype, str(dtype)): numpy builds the string anew at every call, and a kernel
-#: has a few dtype objects (the object is kept, so its id is not reused)
-_DTYPE_STR: dict[int, tuple[object, str]] = {}
-
-
-def _dtype_str(dt: object) -> str:
-    """``str(dt)``, remembered per dtype object."""
-    found = _DTYPE_STR.get(id(dt))
+def _dtype_str(dt: object, names: dict[int, tuple[object, str]]) -> str:
+    """``str(dt)``, remembered in ``names`` (id -> (dtype, its string); one dict per pass:
+    numpy builds the string anew at every call, and a kernel has a few dtype objects)."""
+    found = names.get(id(dt))
     if found is None or found[0] is not dt:
-        found = _DTYPE_STR[id(dt)] = (dt, str(dt))
+        found = names[id(dt)] = (dt, str(dt))
     return found[1]
 
 
-def _key(ins: Instruction) -> tuple | None:
+def _key(ins: Instruction, names: dict[int, tuple[object, str]]) -> tuple | None:
     """What makes two instructions compute the same values, or None if not comparable."""
     if ins.mask is not None or not ins.loops or ins.engine not in _ENGINES:
         return None
@@ -49,9 +45,9 @@ def _key(ins: Instruction) -> tuple | None:
         hash(attrs)
     except TypeError:  # array-valued attributes: never compared
         return None
-    srcs = tuple(sorted((role, a.tensor.id, a.offset, a.pattern, _dtype_str(a.dtype))
+    srcs = tuple(sorted((role, a.tensor.id, a.offset, a.pattern, _dtype_str(a.dtype, names))
                         for role, a in ins.srcs.items()))
-    dsts = tuple(sorted((role, a.offset, a.pattern, _dtype_str(a.dtype))
+    dsts = tuple(sorted((role, a.offset, a.pattern, _dtype_str(a.dtype, names))
                         for role, a in ins.dsts.items()))
     outer = ins.loops[:-1] + (ins.loops[-1][0],)  # same outer iterations, same innermost loop
     return (ins.opcode, ins.engine, attrs, srcs, dsts, outer)
@@ -62,9 +58,10 @@ def loop_invariant(instructions: Iterable[Instruction]) -> frozenset[int]:
     inputs (see the module docstring)."""
     version: dict[int, int] = {}  # tensor id -> writes so far
     seen: dict[tuple, tuple[int, ...]] = {}  # key -> versions of its sources then
+    names: dict[int, tuple[object, str]] = {}
     out = []
     for ins in instructions:
-        key = _key(ins) if ins.opcode is not Opcode.NC_MATMUL else None
+        key = _key(ins, names) if ins.opcode is not Opcode.NC_MATMUL else None
         if key is not None and all(version.get(a.tensor.id, 0) == 0 for a in ins.dsts.values()):
             versions = tuple(version.get(a.tensor.id, 0) for a in ins.srcs.values())
             if seen.get(key) == versions:

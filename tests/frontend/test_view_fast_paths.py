@@ -121,9 +121,32 @@ def test_whole_view_geometry_cache_equals_basic_index(dims, data) -> None:
     with Tracer(Program("t"), load_config(None)).active():
         whole = NkiTensor.whole(decl)
     want = bi.basic_index(shape, whole.base, whole.coefs, key)
-    bi._WHOLE.clear()
+    memo: dict = {}  # a launch's ViewCache.whole
     for _ in range(2):  # cold, then from the cache
-        assert bi.whole_index(shape, whole.base, whole.coefs, key, bi.view_key(key)) == want
+        assert bi.whole_index(shape, whole.base, whole.coefs, key, bi.view_key(key), memo) == want
+    assert bi.whole_index(shape, whole.base, whole.coefs, key, bi.view_key(key), None) == want
+
+
+def test_view_memos_belong_to_one_launch() -> None:
+    """Each launch's tracer owns its memos: a new launch starts with empty ones, and nothing
+    outlives the launch in a module."""
+    import neuroncore_sim as ncs
+    import neuroncore_sim.nki.language as nl
+    from neuroncore_sim.frontend import tracer as _tracer
+
+    seen = []
+
+    def k(a):
+        t = nl.load(a[0:128, 0:64])
+        i_p, i_f = nl.mgrid[0:128, 0:32]
+        nl.store(a[i_p, i_f], value=t[i_p, i_f])
+        seen.append(_tracer.active_or_none().view_cache)
+
+    a = np.zeros((128, 64), np.float32)
+    ncs.simulate(k, a, timing=False)
+    ncs.simulate(k, a, timing=False)
+    first, second = seen
+    assert first is not second and first.affine and second.affine
 
 
 def test_storing_a_view_back_into_itself_records_nothing_and_needs_a_kernel() -> None:
