@@ -293,7 +293,7 @@ def softmax(x: Any, axis: Any = -1, *, dtype: Any = None, compute_dtype: Any = N
     """Softmax over the free axis: max (VectorE), exp with fused sum (ScalarE), scale."""
     tr = _tracer.current("nl.softmax")
     if not isinstance(x, NkiTensor) or x.ndim != 2 or isinstance(axis, bool) \
-            or not isinstance(axis, (int, np.integer)) or int(axis) % 2 != 1:
+            or not isinstance(axis, (int, np.integer)) or int(axis) not in (1, -1):
         raise tr.fail(UnsupportedError, "nl.softmax: expected a 2-D tile reduced along axis 1 "
                       f"(the free axis), found {getattr(x, 'shape', x)} axis {axis}")
     m = nisa.tensor_reduce("maximum", x, 1, keepdims=True, dtype=float32, mask=mask)

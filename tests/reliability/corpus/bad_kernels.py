@@ -326,8 +326,27 @@ def list_argument_as_tensor(a):
     nl.load(a)  # BAD list_argument_as_tensor
 
 
-def nl_call_outside_kernel():
-    return nl.exp  # not a bad line: outside_kernel is called below, outside any kernel
+def softmax_axis_7(a):
+    out = _out((128, 4))
+    nl.store(out, value=nl.softmax(nl.load(a), axis=7))  # BAD softmax_axis_7
+    return out
+
+
+def arange_zero_step(a):
+    nl.load(a[nl.arange(128)[:, None], nl.arange(0, 4, 0)[None, :]])  # BAD arange_zero_step
+
+
+def par_dim_of_a_string():
+    nl.ndarray((2, nl.par_dim("128"), 4), nl.float32)  # BAD par_dim_of_a_string
+
+
+def tensor_beyond_any_memory():
+    out = nl.ndarray((10**7, 10**7), nl.float32, buffer=nl.shared_hbm)  # BAD tensor_beyond_any_memory
+    return out
+
+
+def unknown_tile_size_limit():
+    return nl.tile_size.sbuf_fmax  # BAD unknown_tile_size_limit
 
 
 # --- warnings: accepted, but the hardware result would be wrong --------------------------------

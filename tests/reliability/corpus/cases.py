@@ -124,6 +124,11 @@ KERNEL_CASES: list[KernelCase] = [
     _k("program_id_of_a_string", lambda: (z(128, 4),), E.KernelError, r"nl.program_id: expected an integer axis, found \'x\'"),
     _k("static_range_zero_step", lambda: (z(128, 4),), E.KernelError, r"step != 0\]\), found \[0, 2, 0\]"),
     _k("list_argument_as_tensor", lambda: ([[1.0] * 4] * 128,), E.KernelError, r"expected an HBM tensor, found list"),
+    _k("softmax_axis_7", lambda: (z(128, 4),), E.UnsupportedError, r"reduced along axis 1 \(the free axis\), found \(128, 4\) axis 7"),
+    _k("arange_zero_step", lambda: (z(128, 4),), E.AccessError, r"nl.arange: expected a nonzero step, found 0"),
+    _k("par_dim_of_a_string", lambda: (), E.ShapeError, r"nl.par_dim: expected an integer partition size, found str '128'"),
+    _k("tensor_beyond_any_memory", lambda: (), E.CapacityError, r"\[10000000, 10000000\] float32; expected a size that fits in memory"),
+    _k("unknown_tile_size_limit", lambda: (), E.UnsupportedAttributeError, r"nl.tile_size.sbuf_fmax: expected one of pmax"),
     # warnings: accepted by the compiler, wrong or undefined on the hardware
     _k("writes_its_input", lambda: (z(128, 4),), E.InputWriteWarning, r"kernel writes its input tensor \'a\'"),
     _k("reads_unwritten", lambda: (z(128, 4),), E.UninitializedReadWarning, r"reads 512 element\(s\) of t0 .*that nothing wrote"),
