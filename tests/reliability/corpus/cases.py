@@ -317,6 +317,8 @@ CLI_CASES: list[CliCase] = [
     _c("profile_example_inputs_raise", "profile {d}/inputs_raise.py", 1, r"^error: inputs_raise.py:9: example_inputs\(\) of inputs_raise.py raised ValueError: cannot reshape", "inputs_raise.py"),
     _c("profile_example_inputs_not_dict", "profile {d}/inputs_not_dict.py", 1, r"example_inputs.*found int"),
     _c("profile_kernel_breaks_rule", "profile {d}/breaks_rule.py", 1, r"^error: .*nl.add: expected shapes that broadcast", "breaks_rule.py"),
+    _c("profile_a_directory", "profile {d}", 2, USAGE + r"expected a kernel file .*found a directory"),
+    _c("profile_a_script", "profile {d}/script_rule.py", 2, USAGE + r"script_rule.py: expected a kernel file .*found no example_inputs"),
     # options shared by profile and run
     _c("config_unknown_preset", "profile {d}/good.py --config trn9", 2, USAGE + r"expected a preset name \(trn1, inf2\) or a .toml file, found 'trn9'"),
     _c("config_empty", "profile {d}/good.py --config=", 2, USAGE + r"found ''"),
@@ -342,6 +344,7 @@ CLI_CASES: list[CliCase] = [
     _c("run_script_syntax_error", "run {d}/script_syntax.py", 1, r"script_syntax.py\", line 1[\s\S]*SyntaxError"),
     _c("run_script_exits_3", "run {d}/script_exit3.py", 3, r"script_exit3.py exited with status 3"),
     _c("run_script_bug", "run {d}/script_bug.py", 1, r"script_bug.py raised KeyError .*its traceback:\n.*\n.*script_bug.py\", line 2"),
+    _c("run_trace_max_events_negative", "run --trace-max-events -1 {d}/script_rule.py", 2, r"--trace-max-events: expected an integer >= 0, found '-1'"),
     _c("run_bad_config", "run --config trn9 {d}/script_rule.py", 2, USAGE + r"found 'trn9'"),
     _c("run_out_is_a_file", "run --out {out} {d}/script_rule.py", 2, USAGE + r"found an existing file", setup="file"),
     # sweep
@@ -350,6 +353,8 @@ CLI_CASES: list[CliCase] = [
     _c("sweep_param_empty_value", "sweep {d}/good.py --param cols=4,,8", 2, USAGE + r"found an empty value in '4,,8'"),
     _c("sweep_param_twice", "sweep {d}/good.py --param cols=4 --param cols=8", 2, USAGE + r"--param cols: given twice"),
     _c("sweep_param_unknown", "sweep {d}/good.py --param colz=4 --workers 1", 2, r"sweep parameter 'colz' \(did you mean 'cols'\?\)"),
+    _c("sweep_param_value_of_a_wrong_type", "sweep {d}/good.py --param cols=abc --workers 1", 1, r"^$",
+       stdout=r"1 of 1 point\(s\) failed; point 0: KernelFileError: good.py:16: example_inputs\(cols='abc'\) of good.py raised TypeError"),
     _c("sweep_config_field_unknown", "sweep {d}/good.py --param config.dma_engine=4 --workers 1", 2, r"config.<field> naming"),
     _c("sweep_config_field_bad", "sweep {d}/good.py --param config.dma_engines=0 --workers 1", 2, r"config field 'dma_engines' must be a positive integer, found 0"),
     _c("sweep_check_without_reference", "sweep {d}/no_reference.py --param cols=4 --check --workers 1", 2, r"check needs a reference\(\)"),
@@ -406,9 +411,9 @@ def _config_cases() -> list[ConfigCase]:
 CONFIG_CASES: list[ConfigCase] = _config_cases() + [
     # fields that are fine alone but not together
     ConfigCase("sbuf_reserved_bytes_per_partition", "sbuf_reserved_bytes_per_partition = 196608",
-               "196608", r"sbuf_reserved_bytes_per_partition must be below the SBUF size"),
+               "196608", r"must be below the SBUF size; expected less than sbuf_bytes_per_partition = 196608, found 196608"),
     ConfigCase("psum_num_banks", "psum_num_banks = 3", "3",
-               r"psum_bytes_per_partition must split evenly into psum_num_banks"),
+               r"must split evenly into psum_num_banks; expected a multiple of psum_num_banks = 3, found 16384"),
     ConfigCase("dma_engine_bytes_per_ns", "dma_engine_bytes_per_ns = nan", "nan",
                r"'dma_engine_bytes_per_ns' must be a positive finite number, found nan"),
     ConfigCase("num_partitions", "num_partitions = true", None,
