@@ -38,11 +38,17 @@ def _bad_line(lines: list[str], case_id: str | None = None) -> int:
 @pytest.mark.parametrize("case", KERNEL_CASES, ids=[c.id for c in KERNEL_CASES])
 def test_kernel_case(case: KernelCase) -> None:
     loc = f"{KERNELS_FILE}:{_bad_line(_KERNEL_SOURCE, case.id)}"
+
+    def launch() -> object:
+        if case.direct:
+            return case.kernel(*case.args(), **case.kwargs)
+        return ncs.simulate(case.kernel, *case.args(), timing=False, **case.kwargs)
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if issubclass(case.error, SimulatorError):
             with pytest.raises(SimulatorError) as info:
-                ncs.simulate(case.kernel, *case.args(), timing=False, **case.kwargs)
+                launch()
             error = info.value
             assert isinstance(error, case.error), f"{type(error).__name__}: {error}"
             assert error.loc == loc, str(error)
@@ -50,7 +56,7 @@ def test_kernel_case(case: KernelCase) -> None:
             assert message.startswith(f"{loc}: "), message
         else:
             assert issubclass(case.error, SimulatorWarning)
-            ncs.simulate(case.kernel, *case.args(), timing=False, **case.kwargs)
+            launch()
             found = [str(w.message) for w in caught if issubclass(w.category, case.error)]
             assert len(found) == 1, [str(w.message) for w in caught]
             message = found[0]

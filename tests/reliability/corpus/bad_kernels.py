@@ -349,6 +349,33 @@ def unknown_tile_size_limit():
     return nl.tile_size.sbuf_fmax  # BAD unknown_tile_size_limit
 
 
+# --- launches with bad arguments (called directly: the error names the launching line) -------
+def _copy(a):
+    out = _out(a.shape)
+    nl.store(out, value=nl.load(a))
+    return out
+
+
+def launch_grid_negative(a):
+    import neuroncore_sim as ncs
+    return ncs.simulate(_copy, a, grid=(2, -1))  # BAD launch_grid_negative
+
+
+def launch_config_unknown(a):
+    import neuroncore_sim as ncs
+    return ncs.simulate(_copy, a, config="trn3")  # BAD launch_config_unknown
+
+
+def launch_jit_grid_of_a_string(a):
+    import neuroncore_sim.nki as nki
+    return nki.jit(_copy)["x"](a)  # BAD launch_jit_grid_of_a_string
+
+
+def launch_benchmark_zero_iters(a):
+    import neuroncore_sim.nki as nki
+    return nki.benchmark(iters=0)(_copy)(a)  # BAD launch_benchmark_zero_iters
+
+
 # --- warnings: accepted, but the hardware result would be wrong --------------------------------
 def writes_its_input(a):
     nl.store(a, value=nl.exp(nl.load(a)))  # BAD writes_its_input

@@ -32,6 +32,8 @@ class KernelCase:
     message: str
     rule: str = ""
     kwargs: dict = field(default_factory=dict)
+    #: called directly (it launches a kernel itself) rather than through ncs.simulate
+    direct: bool = False
 
     @property
     def kernel(self) -> Callable[..., Any]:
@@ -129,6 +131,11 @@ KERNEL_CASES: list[KernelCase] = [
     _k("par_dim_of_a_string", lambda: (), E.ShapeError, r"nl.par_dim: expected an integer partition size, found str '128'"),
     _k("tensor_beyond_any_memory", lambda: (), E.CapacityError, r"\[10000000, 10000000\] float32; expected a size that fits in memory"),
     _k("unknown_tile_size_limit", lambda: (), E.UnsupportedAttributeError, r"nl.tile_size.sbuf_fmax: expected one of pmax"),
+    # launches with bad arguments: the error names the launching line
+    KernelCase("launch_grid_negative", lambda: (z(128, 4),), E.KernelError, r"grid: expected positive integers, found -1", direct=True),
+    KernelCase("launch_config_unknown", lambda: (z(128, 4),), E.ConfigError, r"expected a preset name \(trn1, inf2\) or a .toml file, found 'trn3'", direct=True),
+    KernelCase("launch_jit_grid_of_a_string", lambda: (z(128, 4),), E.KernelError, r"grid: expected positive integers, found 'x'", direct=True),
+    KernelCase("launch_benchmark_zero_iters", lambda: (z(128, 4),), E.KernelError, r"nki.benchmark: iters expected an integer >= 1, found 0", direct=True),
     # warnings: accepted by the compiler, wrong or undefined on the hardware
     _k("writes_its_input", lambda: (z(128, 4),), E.InputWriteWarning, r"kernel writes its input tensor \'a\'"),
     _k("reads_unwritten", lambda: (z(128, 4),), E.UninitializedReadWarning, r"reads 512 element\(s\) of t0 .*that nothing wrote"),
