@@ -39,10 +39,12 @@ def _bad_line(lines: list[str], case_id: str | None = None) -> int:
 def test_kernel_case(case: KernelCase) -> None:
     loc = f"{KERNELS_FILE}:{_bad_line(_KERNEL_SOURCE, case.id)}"
 
+    args = case.args()
+
     def launch() -> object:
         if case.direct:
-            return case.kernel(*case.args(), **case.kwargs)
-        return ncs.simulate(case.kernel, *case.args(), timing=False, **case.kwargs)
+            return case.kernel(*args, **case.kwargs)
+        return ncs.simulate(case.kernel, *args, timing=False, **case.kwargs)
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -62,6 +64,9 @@ def test_kernel_case(case: KernelCase) -> None:
             message = found[0]
             assert message.startswith(f"{loc}: "), message
     assert re.search(case.message, message), message
+    for path in (a for a in args if isinstance(a, str)):  # a file given where a folder goes
+        assert Path(path).read_text() == "keep me\n"
+        Path(path).unlink()
 
 
 # --- command lines ------------------------------------------------------------------------------

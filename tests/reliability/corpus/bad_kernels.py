@@ -376,6 +376,16 @@ def launch_benchmark_zero_iters(a):
     return nki.benchmark(iters=0)(_copy)(a)  # BAD launch_benchmark_zero_iters
 
 
+def launch_jit_of_a_number(a):
+    import neuroncore_sim.nki as nki
+    return nki.jit(3)  # BAD launch_jit_of_a_number
+
+
+def launch_profile_into_a_file(a, taken):
+    import neuroncore_sim.nki as nki
+    return nki.profile(working_directory=taken)(_copy)(a)  # BAD launch_profile_into_a_file
+
+
 # --- warnings: accepted, but the hardware result would be wrong --------------------------------
 def writes_its_input(a):
     nl.store(a, value=nl.exp(nl.load(a)))  # BAD writes_its_input

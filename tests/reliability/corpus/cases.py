@@ -22,6 +22,16 @@ def z(*shape: int, dtype: Any = np.float32) -> np.ndarray:
     return np.zeros(shape, dtype)
 
 
+def _a_file() -> str:
+    """A file where a folder is expected (in a fresh temporary folder; the test checks it is
+    left as it was)."""
+    import tempfile
+    fd, path = tempfile.mkstemp(prefix="corpus-taken-")
+    with open(fd, "w") as f:
+        f.write("keep me\n")
+    return path
+
+
 @dataclass(frozen=True)
 class KernelCase:
     """A kernel breaking one rule (``error`` is a SimulatorError or SimulatorWarning subclass)."""
@@ -136,6 +146,8 @@ KERNEL_CASES: list[KernelCase] = [
     KernelCase("launch_config_unknown", lambda: (z(128, 4),), E.ConfigError, r"expected a preset name \(trn1, inf2\) or a .toml file, found 'trn3'", direct=True),
     KernelCase("launch_jit_grid_of_a_string", lambda: (z(128, 4),), E.KernelError, r"grid: expected positive integers, found 'x'", direct=True),
     KernelCase("launch_benchmark_zero_iters", lambda: (z(128, 4),), E.KernelError, r"nki.benchmark: iters expected an integer >= 1, found 0", direct=True),
+    KernelCase("launch_jit_of_a_number", lambda: (z(128, 4),), E.KernelError, r"nki.jit; expected a kernel function, found int 3", direct=True),
+    KernelCase("launch_profile_into_a_file", lambda: (z(128, 4), _a_file()), E.SimulatorError, r"nki.profile working_directory .*: expected a directory .*found an existing file", direct=True),
     # warnings: accepted by the compiler, wrong or undefined on the hardware
     _k("writes_its_input", lambda: (z(128, 4),), E.InputWriteWarning, r"kernel writes its input tensor \'a\'"),
     _k("reads_unwritten", lambda: (z(128, 4),), E.UninitializedReadWarning, r"reads 512 element\(s\) of t0 .*that nothing wrote"),
