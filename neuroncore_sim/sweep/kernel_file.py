@@ -179,6 +179,9 @@ def _callable(module: Any, what: str, fn: Any) -> Any:
 def split_target(target: str) -> tuple[Path, str | None]:
     """``"file.py::kernel"`` -> (path, "kernel"); ``"file.py"`` -> (path, None)."""
     file, _, name = str(target).partition("::")
+    if not file.strip():
+        raise UsageError(f"expected FILE.py[::KERNEL] (a kernel file, then its kernel), found "
+                         f"{str(target)!r}")
     return Path(file), (name or None)
 
 

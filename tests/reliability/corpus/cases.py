@@ -337,6 +337,8 @@ CLI_CASES: list[CliCase] = [
     _c("profile_example_inputs_not_dict", "profile {d}/inputs_not_dict.py", 1, r"example_inputs.*found int"),
     _c("profile_kernel_breaks_rule", "profile {d}/breaks_rule.py", 1, r"^error: .*nl.add: expected shapes that broadcast", "breaks_rule.py"),
     _c("profile_a_directory", "profile {d}", 2, USAGE + r"expected a kernel file .*found a directory"),
+    _c("profile_no_file_before_kernel", "profile ::kernel", 2, USAGE + r"expected FILE.py\[::KERNEL\] \(a kernel file, then its kernel\), found '::kernel'"),
+    _c("sweep_no_file_before_kernel", "sweep ::kernel --param cols=4", 2, USAGE + r"expected FILE.py\[::KERNEL\] .*found '::kernel'"),
     _c("profile_a_script", "profile {d}/script_rule.py", 2, USAGE + r"script_rule.py: expected a kernel file .*found no example_inputs"),
     # options shared by profile and run
     _c("config_unknown_preset", "profile {d}/good.py --config trn9", 2, USAGE + r"expected a preset name \(trn1, inf2\) or a .toml file, found 'trn9'"),
@@ -359,6 +361,7 @@ CLI_CASES: list[CliCase] = [
     # run
     _c("run_no_script", "run", 2, r"the following arguments are required: SCRIPT.py"),
     _c("run_missing_script", "run {d}/nothing.py", 2, USAGE + r"script not found"),
+    _c("run_a_directory", "run {d}", 2, USAGE + r"expected a Python script \(SCRIPT.py\), found a directory"),
     _c("run_script_breaks_rule", "run --out {out} {d}/script_rule.py", 1, r"^error: .*nl.exp: expected a tile in sbuf or psum, found a tensor in hbm", "script_rule.py"),
     _c("run_script_syntax_error", "run {d}/script_syntax.py", 1, r"script_syntax.py\", line 1[\s\S]*SyntaxError"),
     _c("run_script_exits_3", "run {d}/script_exit3.py", 3, r"script_exit3.py exited with status 3"),
