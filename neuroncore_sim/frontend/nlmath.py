@@ -27,7 +27,7 @@ from . import isa as nisa
 from . import tracer as _tracer
 from .broadcast import broadcast_error, common_shape, expand, padded, relabel
 from .dma import dma_move
-from .operands import nki_op, shape_arg
+from .operands import nki_op, not_a_tile, shape_arg
 from .tensor import NkiTensor
 
 #: The names ``nl`` re-exports (``from .nlmath import *``).
@@ -132,7 +132,7 @@ def unary(name: str, x: Any, dtype: Any = None, mask: Any = None) -> NkiTensor:
     """``name(x)`` as a ScalarE activation."""
     if not isinstance(x, NkiTensor):
         raise _tracer.current(f"nl.{name}").fail(KernelError, f"nl.{name}: expected a tile, found "
-                                     f"{type(x).__name__}")
+                                     f"{not_a_tile(x)}")
     _check_on_chip(x, f"nl.{name}")
     return nisa.activation(name, x, dtype=dtype, mask=mask)
 

@@ -191,4 +191,4 @@ def test_the_corpus_is_large_enough() -> None:
     assert len(KERNEL_CASES) + len(CLI_CASES) >= 60
     from neuroncore_sim.config import field_names
     assert {c.field for c in CONFIG_CASES} == set(field_names())
-    assert {c.field for c in SWEEP_CASES} == set(field_names()) - {"name"}
+    assert {c.field for c in SWEEP_CASES} == set(field_names())

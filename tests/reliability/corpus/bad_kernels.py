@@ -386,6 +386,35 @@ def launch_profile_into_a_file(a, taken):
     return nki.profile(working_directory=taken)(_copy)(a)  # BAD launch_profile_into_a_file
 
 
+def nl_outside_a_kernel(a):
+    return nl.exp(a)  # BAD nl_outside_a_kernel
+
+
+def dropout_rate_over_1(a):
+    out = _out((128, 4))
+    nl.store(out, value=nl.dropout(nl.load(a), rate=1.5))  # BAD dropout_rate_over_1
+    return out
+
+
+def dynamic_view_in_compute(a, idx):
+    t = nl.load(a)
+    i = nl.load(idx)
+    ix, iy = nl.mgrid[0:128, 0:2]
+    nl.exp(t[ix, i[0, 0] + iy])  # BAD dynamic_view_in_compute
+
+
+def triangle_mask_on_reduction(a):
+    ip, i = nl.mgrid[0:128, 0:4]
+    nl.sum(nl.load(a), axis=1, mask=(i < ip))  # BAD triangle_mask_on_reduction
+
+
+def predicated_copy_dtype(a):
+    t = nl.load(a)
+    dst = nl.ndarray((128, 4), nl.float32)
+    keep = nl.zeros((128, 4), nl.uint8)
+    nisa.tensor_copy_predicated(src=t, dst=dst, predicate=keep, dtype=nl.bfloat16)  # BAD predicated_copy_dtype
+
+
 # --- warnings: accepted, but the hardware result would be wrong --------------------------------
 def writes_its_input(a):
     nl.store(a, value=nl.exp(nl.load(a)))  # BAD writes_its_input
@@ -402,6 +431,16 @@ def reads_unwritten(a):
 def log_of_negative(a):
     out = _out((128, 4))
     nl.store(out, value=nisa.activation(nl.log, nl.load(a)))  # BAD log_of_negative
+    return out
+
+
+def live_tiles_over_sbuf(a):
+    out = _out((128, 8192))
+    parts = [nl.load(a[:, nl.ds(k * 8192, 8192)]) for k in range(8)]  # BAD live_tiles_over_sbuf
+    acc = parts[0]
+    for p in parts[1:]:
+        acc = nl.add(acc, p)
+    nl.store(out, value=acc)
     return out
 
 

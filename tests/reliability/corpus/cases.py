@@ -148,10 +148,16 @@ KERNEL_CASES: list[KernelCase] = [
     KernelCase("launch_benchmark_zero_iters", lambda: (z(128, 4),), E.KernelError, r"nki.benchmark: iters expected an integer >= 1, found 0", direct=True),
     KernelCase("launch_jit_of_a_number", lambda: (z(128, 4),), E.KernelError, r"nki.jit; expected a kernel function, found int 3", direct=True),
     KernelCase("launch_profile_into_a_file", lambda: (z(128, 4), _a_file()), E.SimulatorError, r"nki.profile working_directory .*: expected a directory .*found an existing file", direct=True),
+    KernelCase("nl_outside_a_kernel", lambda: (z(128, 4),), E.SimulatorError, r"nl.exp can only run inside a kernel launched through nki.jit", direct=True),
+    _k("dropout_rate_over_1", lambda: (z(128, 4),), E.KernelError, r"probability in \[0, 1\], found 1.5"),
+    _k("dynamic_view_in_compute", lambda: (z(128, 8), np.zeros((1, 1), np.int32)), E.KernelError, r"nl.exp: expected a tile, found a view at a runtime offset \(only nisa.tensor_copy_dynamic_src / tensor_copy_dynamic_dst take one\)"),
+    _k("triangle_mask_on_reduction", lambda: (z(128, 4),), E.UnsupportedError, r"a mask that is not a rectangle over the input \[128, 4\] is not supported"),
+    _k("predicated_copy_dtype", lambda: (z(128, 4),), E.DTypeError, r"the result is written into dst; expected float32, found bfloat16"),
     # warnings: accepted by the compiler, wrong or undefined on the hardware
     _k("writes_its_input", lambda: (z(128, 4),), E.InputWriteWarning, r"kernel writes its input tensor \'a\'"),
     _k("reads_unwritten", lambda: (z(128, 4),), E.UninitializedReadWarning, r"reads 512 element\(s\) of t0 .*that nothing wrote"),
     _k("log_of_negative", lambda: (np.full((128, 4), -1.0, np.float32),), E.ActivationRangeWarning, r"activation \'log\': input outside the documented valid range"),
+    _k("live_tiles_over_sbuf", lambda: (z(128, 8 * 8192),), E.SpillWarning, r"SBUF over-subscribed: tiles live at once need up to 294912 bytes per partition, 180224 available"),
     _k("affine_loop_carries", lambda: (z(128, 4),), E.LoopDependencyWarning, r"iteration 1 of the nl.affine_range loop .*written by iteration 0"),
     _k("output_never_written", lambda: (z(128, 4),), E.UnwrittenOutputWarning, r"is never written; expected every element written"),
     _k("returns_a_number", lambda: (z(128, 4),), E.ReturnValueWarning, r"not an HBM tensor"),
@@ -420,7 +426,8 @@ def _config_cases() -> list[ConfigCase]:
     cases = []
     for f in dataclasses.fields(NeuronCoreConfig):
         if f.name == "name":
-            cases.append(ConfigCase("name", 'name = ""', None, r"'name' must be a non-empty string"))
+            cases.append(ConfigCase("name", 'name = ""', "5",
+                                    r"'name' must be a non-empty string, found (''|5)"))
         elif f.type == "int":  # a whole number > 0: zero in the file, a fraction on the line
             cases.append(ConfigCase(f.name, f"{f.name} = 0", "2.5",
                                     rf"'{f.name}' must be a positive integer, found (0|2.5)"))
