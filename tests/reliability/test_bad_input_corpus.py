@@ -192,3 +192,13 @@ def test_the_corpus_is_large_enough() -> None:
     from neuroncore_sim.config import field_names
     assert {c.field for c in CONFIG_CASES} == set(field_names())
     assert {c.field for c in SWEEP_CASES} == set(field_names())
+
+
+def test_every_option_of_every_command_has_a_case() -> None:
+    """Each option of profile, run and sweep appears in a case of that command."""
+    parser, _ = cli._parser()
+    commands = next(a for a in parser._actions if a.dest == "command").choices
+    for name, sub in commands.items():
+        options = {o for a in sub._actions for o in a.option_strings} - {"-h", "--help"}
+        used = {w.split("=")[0] for c in CLI_CASES if c.argv[:1] == (name,) for w in c.argv}
+        assert options <= used, f"{name}: no case for {sorted(options - used)}"

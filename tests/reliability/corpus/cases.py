@@ -397,13 +397,16 @@ CLI_CASES: list[CliCase] = [
     _c("sweep_points_is_a_dir", "sweep {d}/good.py --param cols=4 --out {out} --workers 1", 2, USAGE + r"expected points.jsonl to be a file the sweep writes \(or none yet\), found a directory", setup="points_dir"),
     _c("sweep_bad_config", "sweep {d}/good.py --param cols=4 --config {d}/cfg_bad_value.toml --workers 1", 2, r"must be a positive integer, found 0"),
     _c("sweep_no_progress_missing_file", "sweep {d}/nothing.py --param cols=4 --no-progress", 2, USAGE + r"kernel file not found"),
+    _c("sweep_debug_missing_file", "sweep {d}/nothing.py --param cols=4 --debug", 2, USAGE + r"kernel file not found"),
+    _c("run_debug_script_breaks_rule", "run --debug --timing-only --no-progress {d}/script_rule.py", 1, r"Traceback[\s\S]*^error: .*nl.exp: expected a tile in sbuf or psum", "script_rule.py"),
     _c("sweep_every_point_fails", "sweep {d}/breaks_rule.py --param cols=4,8 --workers 1 --out {out}", 1, r"^$", "breaks_rule.py",
        stdout=r"2 of 2 point\(s\) failed; point \d: .*breaks_rule.py:7: nl.add: expected shapes that broadcast"),
 ]
 
 #: Cases whose stderr rightly holds a Python traceback: --debug asks for one, and a script's
 #: own bug is shown as `python SCRIPT.py` would show it.
-TRACEBACK_EXPECTED = {"debug_shows_traceback", "run_script_bug", "run_script_syntax_error"}
+TRACEBACK_EXPECTED = {"debug_shows_traceback", "run_script_bug", "run_script_syntax_error",
+                      "run_debug_script_breaks_rule"}
 
 
 # --- config fields ------------------------------------------------------------------------------
