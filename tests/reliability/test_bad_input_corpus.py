@@ -19,8 +19,8 @@ from neuroncore_sim import cli
 from neuroncore_sim.errors import SimulatorError, SimulatorWarning
 
 from .corpus import bad_kernels as kernels
-from .corpus.cases import (CLI_CASES, CONFIG_CASES, FILES, KERNEL_CASES, TRACEBACK_EXPECTED,
-                           CliCase, ConfigCase, KernelCase)
+from .corpus.cases import (CLI_CASES, CONFIG_CASES, FILES, KERNEL_CASES, RULES,
+                           TRACEBACK_EXPECTED, CliCase, ConfigCase, KernelCase)
 
 KERNELS_FILE = Path(inspect.getsourcefile(kernels)).name
 _KERNEL_SOURCE = Path(inspect.getsourcefile(kernels)).read_text().splitlines()
@@ -202,3 +202,19 @@ def test_every_option_of_every_command_has_a_case() -> None:
         options = {o for a in sub._actions for o in a.option_strings} - {"-h", "--help"}
         used = {w.split("=")[0] for c in CLI_CASES if c.argv[:1] == (name,) for w in c.argv}
         assert options <= used, f"{name}: no case for {sorted(options - used)}"
+
+
+def test_every_rule_of_the_table_has_a_case() -> None:
+    """Each error or warning row of docs/frontend.md's "Rules checked" table has cases here."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "frontend.md").read_text()
+    table = doc.split("## Rules checked", 1)[1].split("\n\n**", 1)[0]
+    rows = [r for r in table.splitlines() if r.startswith("| ") and not r.startswith("| rule")]
+    ids = {c.id for c in KERNEL_CASES}
+    for row in rows:
+        raised_as = row.split(" | ")[1]
+        if raised_as.strip() in ("—", "-") or not raised_as.strip():
+            continue  # a lowering, not an error
+        keys = [k for k in RULES if k in row]
+        assert keys, f"no corpus case for the rule: {row[:80]}"
+        for key in keys:
+            assert set(RULES[key]) <= ids, RULES[key]

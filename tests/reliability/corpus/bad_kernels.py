@@ -72,6 +72,15 @@ def matmul_int_operands(a, b):
     nisa.nc_matmul(nl.load(a), nl.load(b))  # BAD matmul_int_operands
 
 
+def matmul_stationary_3d(a, b):
+    nisa.nc_matmul(nl.load(a), nl.load(b))  # BAD matmul_stationary_3d
+
+
+def gather_float_index(table, idx):
+    ix = nl.load(idx)
+    nl.load(table[ix, nl.arange(4)[None, :]])  # BAD gather_float_index
+
+
 def matmul_operator(a):
     t = nl.load(a)
     return t @ t  # BAD matmul_operator

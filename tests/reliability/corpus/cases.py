@@ -1,10 +1,11 @@
 """The corpus as data: what each bad input must give.
 
-A kernel case: the kernel (in :mod:`.kernels`), its inputs, the SimulatorError (or
+A kernel case: the kernel (in :mod:`.bad_kernels`), its inputs, the SimulatorError (or
 SimulatorWarning) subclass it must raise (warn), and a regex its message must match; the
 ``file.py:LINE`` it must name is the line marked ``# BAD <id>``.
 """
 
+# ruff: noqa: E501  (one case per line reads best as a table)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -71,6 +72,8 @@ KERNEL_CASES: list[KernelCase] = [
     _k("matmul_contraction", lambda: (z(64, 128), z(32, 16)), E.ShapeError, r"contraction \(partition\) sizes must match"),
     _k("matmul_hbm_operand", lambda: (z(128, 128), z(128, 64)), E.MemorySpaceError, r"expected a tile in sbuf, found hbm"),
     _k("matmul_int_operands", lambda: (z(128, 128, dtype=np.int32), z(128, 64, dtype=np.int32)), E.DTypeError, r"expected a float dtype, found int32"),
+    _k("matmul_stationary_3d", lambda: (z(128, 4, 4), z(128, 64)), E.ShapeError, r"stationary: expected a 2-D tile \[K, F\], found \[128, 4, 4\]"),
+    _k("gather_float_index", lambda: (z(16, 4), z(128, 1)), E.DTypeError, r"indirect index tile: expected an integer dtype, found float32"),
     _k("matmul_operator", lambda: (z(128, 128),), E.UnsupportedError, r"no NKI instruction for tiles .*nl.matmul"),
     # PSUM, capacity
     _k("psum_tile_over_a_bank", lambda: (), E.CapacityError, r"must fit one bank; expected at most 2048 bytes"),
@@ -451,3 +454,37 @@ CONFIG_CASES: list[ConfigCase] = _config_cases() + [
     ConfigCase("num_partitions", "num_partitions = true", None,
                r"'num_partitions' must be a positive integer, found True"),
 ]
+
+
+#: Each row of docs/frontend.md's "Rules checked" table that is an error or a warning (by a
+#: phrase of its text) -> the cases that break it.
+RULES: dict[str, list[str]] = {
+    "partition dim of a tile 1..128": ["ndarray_129_partitions", "par_dim_129", "load_129_rows",
+                                       "zero_partitions", "par_dim_of_a_string"],
+    "first axis must be its partition dim": ["strided_partitions"],
+    "stationary free size <= 128": ["matmul_stationary_129", "matmul_moving_513",
+                                    "matmul_contraction"],
+    "operands 2-D float tiles in SBUF": ["matmul_stationary_3d", "matmul_int_operands",
+                                         "matmul_hbm_operand"],
+    "PSUM tile fits one 2 KiB bank": ["psum_tile_over_a_bank"],
+    "live tiles": ["live_tiles_over_sbuf", "one_instruction_over_sbuf"],
+    "GpSimd cannot access PSUM; DMA reaches only": ["gpsimd_reads_psum", "dma_into_psum",
+                                                    "compute_reads_hbm",
+                                                    "tensor_engine_transposes_psum",
+                                                    "two_psum_operands"],
+    "GpSimd results (iota": ["gpsimd_result_into_psum"],
+    "`nc_transpose`: VectorE at most": ["vector_transpose_over_32", "tensor_transpose_over_128",
+                                        "transpose_on_gpsimd"],
+    "`bn_stats` width": ["bn_stats_over_512", "bn_aggr_not_6k"],
+    "start-partition rule": ["start_partition"],
+    "operand shapes": ["tensor_tensor_shapes", "scalar_tensor_tensor_shapes",
+                       "activation_bias_shape", "store_shape_mismatch", "nl_no_broadcast"],
+    "repeats one partition": ["repeated_partition"],
+    "bit-vector operators": ["bitwise_on_floats"],
+    "index out of a tensor's bounds": ["sbuf_index_out_of_bounds", "hbm_index_out_of_bounds"],
+    "index tiles": ["gather_float_index", "gather_index_out_of_range"],
+    "writes one of its inputs": ["writes_its_input"],
+    "reads memory nothing wrote": ["reads_unwritten"],
+    "outside its documented range": ["log_of_negative"],
+    "`nl.affine_range` iteration reads": ["affine_loop_carries"],
+}
