@@ -268,6 +268,11 @@ def engine_arg(engine: Any, what: str) -> Engine | None:
                3: Engine.GPSIMD, 5: Engine.VECTOR, 0: None}
     if value not in mapping:
         raise _tracer.current().fail(UnsupportedError, f"{what}: unknown engine {engine!r}")
+    if mapping[value] is Engine.TENSOR and what != "nc_transpose":
+        # TensorE is the matmul array: it runs nc_matmul and nc_transpose, nothing element-wise
+        raise _tracer.current().fail(UnsupportedError, (
+            f"{what}: expected engine vector, scalar or gpsimd, found tensor (TensorE runs only "
+            "nc_matmul and nc_transpose)"))
     return mapping[value]
 
 

@@ -105,6 +105,12 @@ def compute_reads_hbm(a):
     nl.exp(a)  # BAD compute_reads_hbm
 
 
+def dma_copy_oob_mode_of_a_string(a):
+    out = _out((128, 4))
+    nisa.dma_copy(dst=out, src=a, oob_mode="ignore")  # BAD dma_copy_oob_mode_of_a_string
+    return out
+
+
 def dma_into_psum(a):
     p = nl.ndarray((128, 4), nl.float32, buffer=nl.psum)
     nisa.dma_copy(dst=p, src=a)  # BAD dma_into_psum
@@ -137,6 +143,15 @@ def tensor_transpose_over_128(a):
 
 def transpose_on_gpsimd(a):
     nisa.nc_transpose(nl.load(a), engine=nisa.gpsimd_engine)  # BAD transpose_on_gpsimd
+
+
+def tensor_tensor_on_tensor_engine(a):
+    t = nl.load(a)
+    nisa.tensor_tensor(t, t, nl.add, engine=nisa.tensor_engine)  # BAD tensor_tensor_on_tensor_engine
+
+
+def memset_on_tensor_engine():
+    nisa.memset((128, 4), 1.0, nl.float32, engine=nisa.tensor_engine)  # BAD memset_on_tensor_engine
 
 
 def bn_stats_over_512(a):
