@@ -207,6 +207,8 @@ def _note_run_options_given_to_script(script: str, script_args: list[str],
 
 def _run(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
     script = Path(args.script)
+    if script.is_dir():
+        raise UsageError(f"{script}: expected a Python script (SCRIPT.py), found a directory")
     if not script.is_file():
         raise UsageError(f"script not found: {script}")
     install_neuronxcc_alias()

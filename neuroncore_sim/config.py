@@ -121,9 +121,15 @@ class NeuronCoreConfig:
                 raise ConfigError(
                     f"config field {f.name!r} must be a positive finite number, found {value!r}")
         if self.sbuf_reserved_bytes_per_partition >= self.sbuf_bytes_per_partition:
-            raise ConfigError("sbuf_reserved_bytes_per_partition must be below the SBUF size")
+            raise ConfigError(
+                "sbuf_reserved_bytes_per_partition must be below the SBUF size; expected less "
+                f"than sbuf_bytes_per_partition = {self.sbuf_bytes_per_partition}, found "
+                f"{self.sbuf_reserved_bytes_per_partition}")
         if self.psum_bytes_per_partition % self.psum_num_banks:
-            raise ConfigError("psum_bytes_per_partition must split evenly into psum_num_banks")
+            raise ConfigError(
+                "psum_bytes_per_partition must split evenly into psum_num_banks; expected a "
+                f"multiple of psum_num_banks = {self.psum_num_banks}, found "
+                f"{self.psum_bytes_per_partition}")
 
     # Derived values, computed rather than stored so an override can never make them disagree.
     @property

@@ -105,6 +105,16 @@ class Launch:
     warnings: list[str] = field(default_factory=list)
 
 
+def _config(config: Any) -> NeuronCoreConfig:
+    """``load_config(config)``, its error naming the caller's line (a preset name or a TOML
+    file given in the user's code)."""
+    try:
+        return load_config(config)
+    except ConfigError as e:
+        e.locate(caller_loc())
+        raise
+
+
 def launch_grid(grid: Any) -> tuple[int, ...]:
     """An SPMD grid as a tuple of positive sizes (``()`` for one instance); a KernelError for
     anything else."""
@@ -116,7 +126,8 @@ def launch_grid(grid: Any) -> tuple[int, ...]:
         size = getattr(d, "size", d)  # nl.spmd_dim-like objects carry a size
         if (not isinstance(size, (int, np.integer)) or isinstance(size, bool)
                 or int(size) < 0):
-            raise KernelError(f"grid: expected positive integers, found {d!r}")
+            raise KernelError(f"grid: expected positive integers, found {d!r}",
+                              caller_loc())
         out.append(int(size))
     if 0 in out:
         # Published kernels launch ``kernel[0](...)`` and check a full result, so the
@@ -210,7 +221,7 @@ def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
     torch_args = TorchArgs(args, kwargs)  # torch tensors -> numpy views of their memory
     args, kwargs = torch_args.args, torch_args.kwargs
     grid = launch_grid(grid if grid != () else getattr(kernel, "grid", ()))
-    cfg = load_config(config)
+    cfg = _config(config)
     program = Program(getattr(fn, "__name__", "kernel"), grid)
     fast = bool(functional) and functional != "reference"
     with contextlib.ExitStack() as stack:
@@ -367,7 +378,7 @@ def simulate_launch(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], 
         config = session.config if config is None else config
         functional = functional and session.functional
         progress = progress or session.progress
-    cfg = load_config(config)
+    cfg = _config(config)
     bars = _progress_factory(progress)
     name = getattr(kernel, "__name__", "kernel")
     with _bar(bars, f"{name}: tracing", None) as bar:
@@ -446,7 +457,7 @@ def record_launches(config: Any = None, functional: bool = True,
         functional: False runs them timing-only (outputs are None).
         progress: progress bars for each launch, as in :func:`simulate`.
     """
-    recorder = LaunchRecorder(load_config(config), functional, progress)
+    recorder = LaunchRecorder(_config(config), functional, progress)
     token = _SESSION.set(recorder)
     with _OPEN_LOCK:
         _OPEN.append(recorder)

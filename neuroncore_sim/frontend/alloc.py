@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
-from ..errors import CapacityError, KernelError, ShapeError
+from ..errors import (CapacityError, KernelError, ShapeError, UnsupportedAttributeError,
+                      caller_loc)
 from ..program.ir import Engine, MemSpace, Opcode, Placement
 from . import tracer as _tracer
 from .isa.compute import memset
@@ -53,6 +54,15 @@ shared_hbm = Buffer("shared_hbm", MemSpace.HBM, "output")
 class par_dim(int):  # noqa: N801
     """Marks the partition dim in a shape: ``nl.ndarray((4, nl.par_dim(128), 512), ...)``."""
 
+    def __new__(cls, size: Any) -> "par_dim":
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
+            message = (f"nl.par_dim: expected an integer partition size, found "
+                       f"{type(size).__name__} {size!r}")
+            tr = _tracer.active_or_none()
+            raise (tr.fail(ShapeError, message) if tr is not None
+                   else ShapeError(message, caller_loc()))
+        return super().__new__(cls, size)
+
 
 class _TileSize:
     """``nl.tile_size``: hardware tile limits, read from the active configuration."""
@@ -72,6 +82,17 @@ class _TileSize:
     psum_num_banks = property(lambda self: self._cfg().psum_num_banks)
     psum_bank_fmax = property(lambda self: self._cfg().psum_bank_bytes // 4)
     total_available_sbuf_size = property(lambda self: self._cfg().sbuf_usable_bytes_per_partition)
+
+    def __getattr__(self, name: str) -> Any:
+        # A limit NKI does not define: an UnsupportedError that is also an AttributeError, so
+        # hasattr(nl.tile_size, name) still answers False.
+        if name.startswith("__"):
+            raise AttributeError(name)
+        known = [n for n, v in vars(_TileSize).items() if isinstance(v, property)]
+        message = f"nl.tile_size.{name}: expected one of {', '.join(known)}, found {name!r}"
+        tr = _tracer.active_or_none()
+        raise (tr.fail(UnsupportedAttributeError, message) if tr is not None
+               else UnsupportedAttributeError(message, caller_loc()))
 
 
 tile_size = _TileSize()

@@ -61,6 +61,8 @@ def arange(*args: int) -> IndexExpr:
         start, stop, step = ints[0], ints[1], ints[2] if len(ints) == 3 else 1
     else:
         raise _unsupported(f"nl.arange: expected 1 to 3 integers, found {len(args)}")
+    if step == 0:
+        raise _unsupported("nl.arange: expected a nonzero step, found 0", AccessError)
     n = max(0, -(-(stop - start) // step))
     return IndexExpr(start, (step,), (n,))
 

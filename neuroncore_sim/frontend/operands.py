@@ -84,8 +84,16 @@ def fail(cls: type, msg: str) -> Exception:
 def require_tile(x: Any, what: str) -> NkiTensor:
     """``x`` when it is a tile (an NkiTensor), else a KernelError at the kernel line."""
     if not isinstance(x, NkiTensor):
-        raise fail(KernelError, f"{what}: expected a tile, found {type(x).__name__}")
+        raise fail(KernelError, f"{what}: expected a tile, found {not_a_tile(x)}")
     return x
+
+
+def not_a_tile(x: Any) -> str:
+    """What ``x``, given where a tile goes, is (for "expected a tile, found ...")."""
+    if type(x).__name__ == "DynamicView":  # t[ix, idx[0, i] + iy]: two instructions take one
+        return ("a view at a runtime offset (only nisa.tensor_copy_dynamic_src / "
+                "tensor_copy_dynamic_dst take one)")
+    return type(x).__name__
 
 
 def operand(t: Any, what: str, spaces: tuple[MemSpace, ...] = ON_CHIP,
@@ -210,6 +218,11 @@ def engine_arg(engine: Any, what: str) -> Engine | None:
                3: Engine.GPSIMD, 5: Engine.VECTOR, 0: None}
     if value not in mapping:
         raise _tracer.current().fail(UnsupportedError, f"{what}: unknown engine {engine!r}")
+    if mapping[value] is Engine.TENSOR and what != "nc_transpose":
+        # TensorE is the matmul array: it runs nc_matmul and nc_transpose, nothing element-wise
+        raise _tracer.current().fail(UnsupportedError, (
+            f"{what}: expected engine vector, scalar or gpsimd, found tensor (TensorE runs only "
+            "nc_matmul and nc_transpose)"))
     return mapping[value]
 
 

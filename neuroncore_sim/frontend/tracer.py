@@ -34,7 +34,8 @@ from typing import Callable, Iterator, Protocol
 import numpy as np
 
 from ..config import NeuronCoreConfig
-from ..errors import InputWriteWarning, SimulatorError, SimulatorWarning, UnsupportedError
+from ..errors import (InputWriteWarning, SimulatorError, SimulatorWarning, UnsupportedError,
+                      caller_loc)
 from ..program.ir import (Access, Engine, Instruction, MemSpace, Opcode, Placement, Predicate,
                           Program, SourceLoc, TensorDecl)
 from .loopcheck import loop_carried_reads
@@ -118,7 +119,7 @@ def current(what: str = "this NKI call") -> Tracer:
             what = _api_name() or what
         raise SimulatorError(
             f"{what} can only run inside a kernel launched through nki.jit, "
-            "nki.simulate_kernel or neuroncore_sim.simulate")
+            "nki.simulate_kernel or neuroncore_sim.simulate", caller_loc())
     return tracer
 
 

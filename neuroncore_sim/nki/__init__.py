@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..errors import KernelError, caller_loc, expected
 from ..frontend import typing
 from . import compiler, isa, language
 from ..frontend.tensor import NkiTensor as tensor  # ``nki.tensor``: the reference's tensor type
@@ -35,6 +36,9 @@ def jit(func: Callable[..., Any] | None = None, *, mode: str = "auto", **options
     def wrap(f: Callable[..., Any]) -> Kernel:
         if isinstance(f, Kernel):
             return f
+        if not callable(f):  # said here, at the decorator, not at the first launch
+            raise KernelError(expected("nki.jit", "a kernel function",
+                                       f"{type(f).__name__} {f!r:.60}"), caller_loc())
         return Kernel(f, options=dict(options, mode=mode))
     return wrap(func) if func is not None else wrap
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from os import PathLike
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import KernelError, caller_loc
+from ..errors import KernelError, caller_loc, expected
+from ..report.launch_files import OutputPlaceError, atomic_path, check_out_dir
 from ..simulate import simulate_launch
 from .kernel import Kernel
 
@@ -96,11 +98,19 @@ class ProfileKernel(Kernel):
     """A kernel whose calls run the full simulation and write a profile directory."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        res = simulate_launch(self, args, kwargs, grid=self.grid, entry="nki.profile")
         out = Path(self.options.get("working_directory") or ".")
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "summary.json").write_text(json.dumps(res.summary(), indent=2, default=str))
-        res.events.to_csv(out / "events.csv", index=False)
+        try:
+            # before the simulation: a bad place fails at once
+            check_out_dir(out, "nki.profile working_directory")
+        except OutputPlaceError as e:
+            e.locate(caller_loc())
+            raise
+        res = simulate_launch(self, args, kwargs, grid=self.grid, entry="nki.profile")
+        # whole files or none: an interrupted profile leaves the previous ones
+        with atomic_path(out / "summary.json") as tmp:
+            tmp.write_text(json.dumps(res.summary(), indent=2, default=str))
+        with atomic_path(out / "events.csv") as tmp:
+            res.events.to_csv(tmp, index=False)
         self.profile_result = res
         return res.outputs[0] if len(res.outputs) == 1 else (res.outputs or None)
 
@@ -108,6 +118,10 @@ class ProfileKernel(Kernel):
 def profile(func: Callable[..., Any] | None = None, *, working_directory: str | None = None,
             **options: Any) -> Any:
     """``@nki.profile(working_directory=...)``: simulate and write summary.json and events.csv."""
+    if working_directory is not None and not isinstance(working_directory, (str, PathLike)):
+        raise KernelError(expected("nki.profile working_directory", "a path (str)",
+                                   f"{type(working_directory).__name__} "
+                                   f"{working_directory!r:.60}"), caller_loc())
     def wrap(f: Callable[..., Any]) -> ProfileKernel:
         inner = getattr(f, "func", f)
         return ProfileKernel(inner, getattr(f, "grid", ()),

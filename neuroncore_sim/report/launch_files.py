@@ -35,21 +35,22 @@ class OutputPlaceError(SimulatorError):
     """``--out`` names a place the files cannot be written to."""
 
 
-def check_out_dir(out: Path) -> None:
-    """Create ``out`` (and its parents) and check that a file can be written in it.
+def check_out_dir(out: Path, what: str = "--out") -> None:
+    """Create ``out`` (and its parents) and check that a file can be written in it (``what``
+    names the option or argument that gave it, for the message).
 
     Raises:
         OutputPlaceError: ``out`` is an existing file, or it cannot be created or written.
     """
     if out.exists() and not out.is_dir():
-        raise OutputPlaceError(f"--out {out}: expected a directory (it is created if missing), "
+        raise OutputPlaceError(f"{what} {out}: expected a directory (it is created if missing), "
                                "found an existing file")
     try:
         out.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=out, prefix=".ncs-write-check-"):
             pass
     except OSError as e:
-        raise OutputPlaceError(f"--out {out}: cannot write there ({e.strerror or e})") from e
+        raise OutputPlaceError(f"{what} {out}: cannot write there ({e.strerror or e})") from e
 
 
 @contextlib.contextmanager

@@ -110,6 +110,12 @@ def run(args: argparse.Namespace) -> int:
     if args.check and args.check_max_elements is not None:
         raise UsageError("give --check or --check-max-elements, not both")
     check = args.check_max_elements if args.check_max_elements is not None else args.check
+    if args.executor == "dask" and not args.scheduler:
+        raise UsageError("--executor dask: expected --scheduler ADDRESS of a running Dask "
+                         "scheduler (e.g. tcp://10.0.0.5:8786), found none")
+    if args.scheduler and args.executor != "dask":  # not silently ignored
+        raise UsageError(f"--scheduler {args.scheduler}: expected with --executor dask, found "
+                         f"--executor {args.executor} (points run on this machine)")
     try:
         table = sweep(args.target, params, config=args.config or "trn1", check=check,
                       workers=args.workers, out=args.out, executor=args.executor,

@@ -179,6 +179,9 @@ def _callable(module: Any, what: str, fn: Any) -> Any:
 def split_target(target: str) -> tuple[Path, str | None]:
     """``"file.py::kernel"`` -> (path, "kernel"); ``"file.py"`` -> (path, None)."""
     file, _, name = str(target).partition("::")
+    if not file.strip():
+        raise UsageError(f"expected FILE.py[::KERNEL] (a kernel file, then its kernel), found "
+                         f"{str(target)!r}")
     return Path(file), (name or None)
 
 
@@ -195,7 +198,14 @@ def example_inputs(module: Any, file: object, **shape_params: Any) -> tuple[tupl
             f"{file}: example_inputs", "defaults for all its parameters (they make the "
             "inputs of `profile` and the fixed values of a sweep)",
             f"no default for {', '.join(required)}"))
-    inputs = make(**shape_params)
+    try:
+        inputs = make(**shape_params)
+    except SimulatorError:
+        raise
+    except Exception as e:  # the file's own bug: say where in it (the traceback with --debug)
+        path = Path(getattr(module, "__file__", None) or str(file))
+        raise KernelFileError(f"example_inputs({_call_text(shape_params)}) of {path.name} "
+                              f"raised {type(e).__name__}: {e}", _innermost_line(e, path)) from e
     if isinstance(inputs, dict):
         return (), dict(inputs)
     if isinstance(inputs, (list, tuple)):
@@ -203,6 +213,10 @@ def example_inputs(module: Any, file: object, **shape_params: Any) -> tuple[tupl
     raise KernelFileError(expected(
         f"{file}: example_inputs()", "a dict of the kernel's inputs by parameter name (or a "
         "list/tuple of positional ones)", f"{type(inputs).__name__} {inputs!r:.60}"))
+
+
+def _call_text(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in params.items())
 
 
 def max_abs_error(outputs: Sequence[Any], expected: Any) -> float:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from ..config import NeuronCoreConfig, load_config
 from ..errors import UnsupportedError, caller_loc, expected
+from ..report.launch_files import OutputPlaceError, atomic_path, check_out_dir
 from .kernel_file import UsageError
 from .point import SweepError, load_target, remember, run_point
 from .table import INDEX_COLUMNS, RESULT_COLUMNS, rank
@@ -140,6 +141,9 @@ def sweep(target: str, params: dict[str, Any] | Iterable[dict[str, Any]], *,
             loc=caller_loc())
     if executor not in EXECUTORS:
         raise SweepError(expected("executor", " or ".join(EXECUTORS), repr(executor)))
+    if scheduler is not None and executor != "dask":  # an address that would be ignored
+        raise SweepError(expected("scheduler", 'executor="dask" with it',
+                                  f"executor={executor!r}"), loc=caller_loc())
     cfg = load_config(config)
     kt = load_target(target)  # a wrong file or kernel name fails here, not once per point
     remember(kt)
@@ -150,6 +154,8 @@ def sweep(target: str, params: dict[str, Any] | Iterable[dict[str, Any]], *,
     kt.check(grid, cfg)  # a bad name or config value fails here, before any point runs
     keys = [point_key(kt.identity, cfg, p) for p in grid]
     out = Path(out) if out is not None else None
+    if out is not None:
+        _check_out(out)  # a place that cannot hold the files fails before any point runs
     results = _read_points(out / POINTS_FILE, set(keys)) if out else {}
     todo = {k: p for k, p in zip(keys, grid) if k not in results}  # equal points run once
     # Points sharing their example inputs run next to each other, so workers reuse them.
@@ -166,9 +172,30 @@ def sweep(target: str, params: dict[str, Any] | Iterable[dict[str, Any]], *,
     if out is not None:
         from .plot import save_sweep_plot
 
-        table.to_csv(out / TABLE_FILE, index=False)
-        save_sweep_plot(table, out / PLOT_FILE, title=kt.target.rsplit("/", 1)[-1])
+        # whole files or none: an interrupted sweep leaves the previous table and plot
+        with atomic_path(out / TABLE_FILE) as tmp:
+            table.to_csv(tmp, index=False)
+        with atomic_path(out / PLOT_FILE) as tmp:
+            save_sweep_plot(table, tmp, title=kt.target.rsplit("/", 1)[-1])
     return table
+
+
+def _check_out(out: Path) -> None:
+    """``out`` is (or can be made) a folder we can write, whose ``points.jsonl``, if any, is a
+    file.
+
+    Raises:
+        UsageError: it is not.
+    """
+    try:
+        check_out_dir(out)
+    except OutputPlaceError as e:
+        raise UsageError(str(e)) from None
+    for name in (POINTS_FILE, TABLE_FILE, PLOT_FILE):
+        path = out / name
+        if path.exists() and not path.is_file():
+            raise UsageError(f"--out {out}: expected {name} to be a file the sweep writes "
+                             f"(or none yet), found a directory {path}")
 
 
 # --- running the points --------------------------------------------------------------------------

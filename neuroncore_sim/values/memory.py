@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dtypes import cast, dtype_name, is_float
-from ..errors import AccessError, ShapeError, expected
+from ..errors import AccessError, CapacityError, ShapeError, expected
 from ..program.ir import Access, TensorDecl
 
 
@@ -123,7 +123,13 @@ class Memory:
             # filling them first would only cost time. Reused memory costs no page faults
             # (fresh arrays do, per 4 KiB page).
             pool = self._free.get(decl.size * dt.itemsize)
-            self._arrays[decl] = pool.pop().view(dt) if pool else np.empty(decl.size, dt)
+            try:
+                self._arrays[decl] = pool.pop().view(dt) if pool else np.empty(decl.size, dt)
+            except MemoryError:  # a shape far beyond any device memory: say which, and where
+                raise CapacityError(expected(
+                    f"tensor {decl.name!r} {list(decl.shape)} {dtype_name(decl.dtype)}",
+                    "a size that fits in memory", f"{decl.size * dt.itemsize:,} bytes"),
+                    str(decl.site) if decl.site is not None else None) from None
             self._unfilled[decl] = np.nan if is_float(decl.dtype) else 0
             return
         arr = np.asarray(values)

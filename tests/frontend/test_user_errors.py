@@ -340,5 +340,7 @@ def test_one_element_of_hbm_moves_as_a_1_by_1_tile():
     (lambda: nl.ndarray((2, 2), nl.float32), "nl.ndarray"),
 ])
 def test_nl_call_outside_a_kernel_names_the_call(call, name):
-    with pytest.raises(SimulatorError, match=rf"^{re.escape(name)} can only run inside a kernel"):
+    # named at the calling line (the lambda above), as every error outside a kernel is
+    with pytest.raises(SimulatorError, match=rf"^test_user_errors.py:\d+: {re.escape(name)} "
+                                             "can only run inside a kernel"):
         call()

@@ -30,6 +30,10 @@ def dma_copy(*, dst: Any, src: Any, mask: Any = None, dst_rmw_op: Any = None,
     if isinstance(dst, IndirectView) or isinstance(src, IndirectView):
         dma_indirect("dma_copy", dst, src, mask, rmw, oob_mode)
         return
+    if oob_mode is not None:  # checked though a direct copy has no index to leave the tensor
+        from .. import tracer as _tracer
+        from ..indirect import oob_name
+        oob_name(oob_mode, _tracer.current("dma_copy"))
     dma_move("dma_copy", _tile(dst, "dma_copy dst"), _tile(src, "dma_copy src"), mask, rmw)
 
 

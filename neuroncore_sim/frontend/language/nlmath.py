@@ -28,7 +28,7 @@ from .. import tracer as _tracer
 from ..broadcast import broadcast_error, common_shape, expand, padded, relabel
 from ..alloc import ndarray
 from ..transfer import dma_move
-from ..operands import nki_op, shape_arg
+from ..operands import nki_op, not_a_tile, shape_arg
 from ..tensor import NkiTensor
 
 #: The names ``nl`` re-exports (``from .nlmath import *``).
@@ -133,7 +133,7 @@ def unary(name: str, x: Any, dtype: Any = None, mask: Any = None) -> NkiTensor:
     """``name(x)`` as a ScalarE activation."""
     if not isinstance(x, NkiTensor):
         raise _tracer.current(f"nl.{name}").fail(KernelError, f"nl.{name}: expected a tile, found "
-                                     f"{type(x).__name__}")
+                                     f"{not_a_tile(x)}")
     _check_on_chip(x, f"nl.{name}")
     return nisa.activation(name, x, dtype=dtype, mask=mask)
 
@@ -293,7 +293,7 @@ def softmax(x: Any, axis: Any = -1, *, dtype: Any = None, compute_dtype: Any = N
     """Softmax over the free axis: max (VectorE), exp with fused sum (ScalarE), scale."""
     tr = _tracer.current("nl.softmax")
     if not isinstance(x, NkiTensor) or x.ndim != 2 or isinstance(axis, bool) \
-            or not isinstance(axis, (int, np.integer)) or int(axis) % 2 != 1:
+            or not isinstance(axis, (int, np.integer)) or int(axis) not in (1, -1):
         raise tr.fail(UnsupportedError, "nl.softmax: expected a 2-D tile reduced along axis 1 "
                       f"(the free axis), found {getattr(x, 'shape', x)} axis {axis}")
     m = nisa.tensor_reduce("maximum", x, 1, keepdims=True, dtype=float32, mask=mask)

@@ -148,7 +148,7 @@ def nc_find_index8(srcs: Arrays, attrs: Mapping, outs: Outs, engine: Engine) -> 
     found = eq.any(axis=2)
     if not found.all():
         p, j = (int(i) for i in np.argwhere(~found)[0])
-        raise KernelError(expected(f"nc_find_index8 vals[{p}, {j}] = {vals[p, j]}",
+        raise KernelError(expected(f"vals[{p}, {j}] = {vals[p, j]}",
                                    "a value present in that partition of data (the hardware "
                                    "result is undefined otherwise)", "no match"))
     return {"out": eq.argmax(axis=2)}

@@ -1,0 +1,1 @@
+"""Issue 19 reliability suite: bad input and faults."""
