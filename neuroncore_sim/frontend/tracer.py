@@ -317,8 +317,8 @@ class Tracer:
         from .mask_bool import leftover
         where = leftover()
         if where is not None:
-            raise UnsupportedError(f"'and' / 'or' between masks whose value never became an "
-                                   f"instruction's mask=; combine masks with & and |", where)
+            raise UnsupportedError("'and' / 'or' between masks whose value never became an "
+                                   "instruction's mask=; combine masks with & and |", where)
         if self.program.loops and not self.keeps_order:
             self.warnings.extend(loop_carried_reads(self.program))
         if returned is None or (isinstance(returned, (tuple, list)) and not returned):
