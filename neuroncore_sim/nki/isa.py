@@ -7,11 +7,8 @@ name NKI has that the simulator does not implement, or a NeuronCore-v3-only one,
 implementation's error (an ``UnsupportedError`` that is also an ``AttributeError``).
 """
 
-from typing import Any as _Any
-
-from ..errors import UnsupportedAttributeError as _UnsupportedAttributeError
-from ..errors import UnsupportedError as _UnsupportedError
 from ..frontend import isa as _impl
+from ._facade import expose as _expose
 
 #: Names of the implementation module that are not part of NKI's nki.isa.
 _IMPLEMENTATION = frozenset({
@@ -25,20 +22,4 @@ _IMPLEMENTATION = frozenset({
     "compute", "dynamic", "selection", "transfers",
 })
 
-__all__ = sorted(n for n in vars(_impl) if not n.startswith("_") and n not in _IMPLEMENTATION)
-globals().update({_n: getattr(_impl, _n) for _n in __all__})
-
-
-def __getattr__(name: str) -> _Any:
-    if name in _IMPLEMENTATION:
-        raise AttributeError(f"module 'nki.isa' has no attribute {name!r}")
-    try:
-        return getattr(_impl, name)
-    except _UnsupportedError as e:  # not implemented yet / v3-only / unknown: the impl's error
-        if isinstance(e, AttributeError):  # (at the kernel line), as an AttributeError so that
-            raise  # hasattr(nisa, name) and getattr(nisa, name, default) answer
-        raise _UnsupportedAttributeError(e.message, e.loc) from None
-
-
-def __dir__() -> list[str]:
-    return list(__all__)
+__all__, __getattr__, __dir__ = _expose(globals(), _impl, "nki.isa", _IMPLEMENTATION)

@@ -7,11 +7,8 @@ module. A name NKI has that the simulator does not implement, or does not know, 
 implementation's error (an ``UnsupportedError`` that is also an ``AttributeError``).
 """
 
-from typing import Any as _Any
-
-from ..errors import UnsupportedAttributeError as _UnsupportedAttributeError
-from ..errors import UnsupportedError as _UnsupportedError
 from ..frontend import language as _impl
+from ._facade import expose as _expose
 
 #: Names of the implementation module that are not part of NKI's nki.language.
 _IMPLEMENTATION = frozenset({
@@ -26,20 +23,4 @@ _IMPLEMENTATION = frozenset({
     "shape_arg", "start_partition_error",
 })
 
-__all__ = sorted(n for n in vars(_impl) if not n.startswith("_") and n not in _IMPLEMENTATION)
-globals().update({_n: getattr(_impl, _n) for _n in __all__})
-
-
-def __getattr__(name: str) -> _Any:
-    if name in _IMPLEMENTATION:
-        raise AttributeError(f"module 'nki.language' has no attribute {name!r}")
-    try:
-        return getattr(_impl, name)
-    except _UnsupportedError as e:  # not implemented yet / unknown: the implementation's
-        if isinstance(e, AttributeError):  # error (at the kernel line), as an AttributeError
-            raise
-        raise _UnsupportedAttributeError(e.message, e.loc) from None
-
-
-def __dir__() -> list[str]:
-    return list(__all__)
+__all__, __getattr__, __dir__ = _expose(globals(), _impl, "nki.language", _IMPLEMENTATION)
