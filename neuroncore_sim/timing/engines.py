@@ -242,6 +242,17 @@ class _InstanceRun:
                 ready, why = t, p
         return ready, why
 
+    def _settled(self, edges: list[Edge]) -> tuple[simpy.Event | None, str] | None:
+        """When every producer in ``edges`` has finished (:meth:`_ready`): the timeout to
+        yield until they are visible (None: they are now) and the producer that set that time
+        ("" if none); None while one has not finished (then :meth:`_wait` waits)."""
+        r = self._ready(edges)
+        if r is None:
+            return None
+        if r[0] > self.env.now:
+            return self.env.timeout(r[0] - self.env.now), self._name(r[1])
+        return None, ""
+
     def _name(self, iid: int) -> str:
         """How an event names the producer it waited on ("vector#12")."""
         return f"{self.queue_of[iid]}#{iid}"
@@ -300,14 +311,13 @@ class _InstanceRun:
         for iid in ids:
             ins = self.by_id[iid]
             edges = self.edges(iid)
-            r = self._ready(edges)
-            if r is None:  # a producer has not finished: the simpy wait
+            settled = self._settled(edges)
+            if settled is None:  # a producer has not finished: the simpy wait
                 why = yield from self._wait(edges)
-            elif r[0] > env.now:
-                yield env.timeout(r[0] - env.now)
-                why = self._name(r[1])
             else:
-                why = ""
+                delay, why = settled
+                if delay is not None:
+                    yield delay
             # Ask for every port at once (queued in program order at this instant).
             held = [(port, port.request(), name) for port, name in self._ports(ins)]
             busy_ports = [name for _, req, name in held if not req.triggered]
@@ -337,14 +347,13 @@ class _InstanceRun:
             if ins.opcode is not Opcode.NC_MATMUL:
                 free_at = max(mm_free, ls_free)
                 edges = self.edges(iid)
-                r = self._ready(edges)
-                if r is None:  # a producer has not finished: the simpy wait
+                settled = self._settled(edges)
+                if settled is None:  # a producer has not finished: the simpy wait
                     why = yield from self._wait(edges)
-                elif r[0] > env.now:
-                    yield env.timeout(r[0] - env.now)
-                    why = self._name(r[1])
                 else:
-                    why = ""
+                    delay, why = settled
+                    if delay is not None:
+                        yield delay
                 start = max(env.now, free_at)
                 if start > env.now:
                     yield env.timeout(start - env.now)
@@ -361,28 +370,26 @@ class _InstanceRun:
             if iid not in self.inst.ls_skip:
                 st_producers = set(self.inst.ls_deps.get(iid, ()))
                 ls_edges = [e for e in edges if e[0] in st_producers]
-                r = self._ready(ls_edges)
-                if r is None:  # a producer has not finished: the simpy wait
+                settled = self._settled(ls_edges)
+                if settled is None:  # a producer has not finished: the simpy wait
                     why = yield from self._wait(ls_edges)
-                elif r[0] > env.now:
-                    yield env.timeout(r[0] - env.now)
-                    why = self._name(r[1])
                 else:
-                    why = ""
+                    delay, why = settled
+                    if delay is not None:
+                        yield delay
                 ls_start = max(env.now, ls_free, mm_prev_start)
                 ls_end = ls_start + ls_ns
                 self._record(ins, TENSOR_LS_ROW, LOAD_STATIONARY, ls_start, ls_end,
                              ins.srcs["stationary"].nbytes,
                              why if ls_start > max(ls_free, mm_prev_start) else "")
                 ls_free = ls_end
-            r = self._ready(edges)
-            if r is None:  # a producer has not finished: the simpy wait
+            settled = self._settled(edges)
+            if settled is None:  # a producer has not finished: the simpy wait
                 why = yield from self._wait(edges)
-            elif r[0] > env.now:
-                yield env.timeout(r[0] - env.now)
-                why = self._name(r[1])
             else:
-                why = ""
+                delay, why = settled
+                if delay is not None:
+                    yield delay
             free_at = max(ls_end, mm_free)
             start = max(env.now, free_at)
             if start > env.now:
