@@ -204,7 +204,10 @@ def _axis_required(what: str, axis: Any) -> None:
             "across partitions with nisa.tensor_partition_reduce or a matmul with a ones vector")
 
 
-def _reduce(name: str, x: Any, axis: Any, dtype: Any, keepdims: bool, mask: Any) -> NkiTensor:
+def _reduce(what: str, name: str, x: Any, axis: Any, dtype: Any, keepdims: bool,
+            mask: Any) -> NkiTensor:
+    """``nl.<what>``: the ``name`` reduction of ``x`` over its free axes ``axis``."""
+    _axis_required(what, axis)
     if not isinstance(x, NkiTensor):
         raise _tracer.current().fail(KernelError, f"nl reduction: expected a tile, found "
                                      f"{type(x).__name__}")
@@ -223,8 +226,7 @@ def sum(x: Any, axis: Any = _AXIS, *,
         dtype: Any = None, keepdims: bool = False, mask: Any = None,
         **_: Any) -> NkiTensor:  # noqa: A001
     """Sum over free axes."""
-    _axis_required("sum", axis)
-    return _reduce("add", x, axis, dtype, keepdims, mask)
+    return _reduce("sum", "add", x, axis, dtype, keepdims, mask)
 
 
 @nki_op("multiply")
@@ -232,8 +234,7 @@ def prod(x: Any, axis: Any = _AXIS, *,
          dtype: Any = None, keepdims: bool = False, mask: Any = None,
          **_: Any) -> NkiTensor:
     """Product over free axes."""
-    _axis_required("prod", axis)
-    return _reduce("multiply", x, axis, dtype, keepdims, mask)
+    return _reduce("prod", "multiply", x, axis, dtype, keepdims, mask)
 
 
 @nki_op("maximum")
@@ -241,8 +242,7 @@ def max(x: Any, axis: Any = _AXIS, *,
         dtype: Any = None, keepdims: bool = False, mask: Any = None,
         **_: Any) -> NkiTensor:  # noqa: A001
     """Maximum over free axes."""
-    _axis_required("max", axis)
-    return _reduce("maximum", x, axis, dtype, keepdims, mask)
+    return _reduce("max", "maximum", x, axis, dtype, keepdims, mask)
 
 
 @nki_op("minimum")
@@ -250,24 +250,21 @@ def min(x: Any, axis: Any = _AXIS, *,
         dtype: Any = None, keepdims: bool = False, mask: Any = None,
         **_: Any) -> NkiTensor:  # noqa: A001
     """Minimum over free axes."""
-    _axis_required("min", axis)
-    return _reduce("minimum", x, axis, dtype, keepdims, mask)
+    return _reduce("min", "minimum", x, axis, dtype, keepdims, mask)
 
 
 def all(x: Any, axis: Any = _AXIS, *,
         dtype: Any = None, keepdims: bool = False, mask: Any = None,
         **_: Any) -> NkiTensor:  # noqa: A001
     """Logical and over free axes."""
-    _axis_required("all", axis)
-    return _reduce("logical_and", x, axis, dtype, keepdims, mask)
+    return _reduce("all", "logical_and", x, axis, dtype, keepdims, mask)
 
 
 def mean(x: Any, axis: Any = _AXIS, *,
          dtype: Any = None, keepdims: bool = False, mask: Any = None,
          **_: Any) -> NkiTensor:
     """Mean over free axes: a sum (in fp32) then a multiply by 1/n."""
-    _axis_required("mean", axis)
-    s = _reduce("add", x, axis, float32, keepdims, mask)
+    s = _reduce("mean", "add", x, axis, float32, keepdims, mask)
     return nisa.tensor_scalar(s, "multiply", 1.0 / _axes_size(x, axis),
                               dtype=dtype if dtype is not None else x.dtype)
 
