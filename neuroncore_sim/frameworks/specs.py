@@ -16,6 +16,7 @@ from __future__ import annotations
 import inspect
 import threading
 import warnings
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -63,21 +64,35 @@ class _ReturnCapture:
         return out
 
 
-_CACHE: dict[Any, tuple[OutSpec, ...]] = {}
+#: kernel function -> (argument signature -> output specs). The specs belong to the kernel
+#: function and go with it (weak keys): a model calls its kernels many times, but a kernel
+#: defined and dropped (in a test, a notebook cell) is not kept alive by this table.
+_CACHE: weakref.WeakKeyDictionary[Any, dict[Any, tuple[OutSpec, ...]]] = (
+    weakref.WeakKeyDictionary())
 _CACHE_LOCK = threading.Lock()
 
 
-def _key(fn: Any, args: tuple, kwargs: dict, grid: tuple[int, ...], config: Any) -> Any:
+def _key(args: tuple, kwargs: dict, grid: tuple[int, ...], config: Any) -> Any:
     def one(v: Any) -> Any:
         if isinstance(v, TensorType):
             return ("T", v.shape, str(v.dtype))
         hash(v)  # only hashable constants make a cache key
         return ("C", type(v).__name__, v)
     try:
-        return (fn, grid, config if isinstance(config, (str, type(None))) else id(config),
+        return (grid, config if isinstance(config, (str, type(None))) else id(config),
                 tuple(one(a) for a in args), tuple(sorted((k, one(v)) for k, v in kwargs.items())))
     except TypeError:
         return None
+
+
+def _known(fn: Any) -> dict[Any, tuple[OutSpec, ...]] | None:
+    """The specs found so far for kernel function ``fn`` (None when it cannot be weakly
+    referenced: then nothing is remembered)."""
+    with _CACHE_LOCK:
+        try:
+            return _CACHE.setdefault(fn, {})
+        except TypeError:
+            return None
 
 
 def placeholder(shape: Any, dtype: Any, what: str) -> TensorType:
@@ -97,10 +112,11 @@ def output_specs(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
             framework runs it), or returns something that is not an HBM tensor.
     """
     fn = getattr(kernel, "func", kernel)
-    key = _key(fn, args, kwargs, grid, config)
+    key = _key(args, kwargs, grid, config)
+    known = _known(fn) if key is not None else None
     with _CACHE_LOCK:
-        if key is not None and key in _CACHE:
-            return _CACHE[key]
+        if known is not None and key in known:
+            return known[key]
     cap = _ReturnCapture(fn)
     # Warnings belong to the real launch (which repeats them); this trace only reads shapes.
     with warnings.catch_warnings():
@@ -115,9 +131,9 @@ def output_specs(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                               f"found {type(item).__name__}", def_loc(fn))
         specs.append(OutSpec(tuple(int(s) for s in item.shape), np.dtype(item.dtype)))
     result = tuple(specs)
-    if key is not None:
+    if known is not None:
         with _CACHE_LOCK:
-            _CACHE[key] = result
+            known[key] = result
     return result
 
 

@@ -18,18 +18,38 @@ as the NKI error ``err_control_flow_condition_depending_on_arange`` says).
 from __future__ import annotations
 
 import bisect
+import contextlib
 import dis
 import os
 import sys
+import weakref
+from contextvars import ContextVar
 from types import CodeType, FrameType
-from typing import Any
+from typing import Any, Iterator
 
 from ..errors import UnsupportedError, caller_loc
 
-#: code object -> (offsets in order, offset -> instruction)
-_CODE: dict[CodeType, tuple[list[int], dict[int, dis.Instruction]]] = {}
-#: pending left operands: (frame, end offset of the expression, "and" / "or", mask, line)
-_PENDING: list[tuple[FrameType, int, str, Any, int]] = []
+#: code object -> (offsets in order, offset -> instruction): the disassembly belongs to the code
+#: object and goes with it (weak keys), so kernels defined in loops are not kept alive
+_CODE: weakref.WeakKeyDictionary[CodeType, tuple[list[int], dict[int, dis.Instruction]]] = (
+    weakref.WeakKeyDictionary())
+#: One pending operand: (frame, end offset of the expression, "and" / "or", mask, line).
+Pending = tuple[FrameType, int, str, Any, int]
+#: The pending left operands of the launch being traced (None outside a launch); each launch has
+#: its own list (:func:`pending_masks`, entered by the tracer), so one that stopped with an error
+#: leaves nothing to the next.
+_PENDING: ContextVar[list[Pending] | None] = ContextVar("neuroncore_sim_masks", default=None)
+
+
+@contextlib.contextmanager
+def pending_masks() -> Iterator[list[Pending]]:
+    """Collect the pending and / or operands of one launch until the block ends."""
+    pending: list[Pending] = []
+    token = _PENDING.set(pending)
+    try:
+        yield pending
+    finally:
+        _PENDING.reset(token)
 
 _HINT = ("combine masks with & and | (e.g. mask=(i < n) & (j < m)), or pass 'a and b' / "
          "'a or b' directly as mask=")
@@ -76,8 +96,11 @@ def ask_bool(mask: Any) -> bool:
     """``bool(mask)``: the value that lets an and / or expression go on, or a clear error."""
     frame = sys._getframe(2)  # the kernel line (ask_bool <- MaskExpr.__bool__ <- kernel)
     found = _short_circuit(frame)
+    pending = _PENDING.get()
     error = None
-    if found is None:
+    if pending is None:  # no instruction outside a launch could take the combined mask
+        error = f"'and' / 'or' between masks outside a kernel launch; {_HINT}"
+    elif found is None:
         error = (f"a mask is a compile-time predicate over index expressions, with no Python "
                  f"truth value (if / not on a mask); {_HINT}")
     else:
@@ -87,18 +110,19 @@ def ask_bool(mask: Any) -> bool:
         if after is not None and after.opname.startswith("STORE"):
             error = (f"'{kind}' between masks stored in a variable loses the left mask; "
                      f"{_HINT}")
-        elif any(p[0] is frame and p[2] != kind for p in _PENDING):
+        elif any(p[0] is frame and p[2] != kind for p in pending):
             error = f"'and' and 'or' mixed between masks; {_HINT}"
     if error is not None:
         raise _fail(error)
-    _PENDING.append((frame, end, kind, mask, frame.f_lineno))
+    pending.append((frame, end, kind, mask, frame.f_lineno))
     return kind == "and"  # and: go on to the right operand; or: likewise
 
 
 def resolve(mask: Any) -> Any:
     """The mask an instruction gets, combined with the pending left operands of an and / or
     expression that has ended in a calling frame."""
-    if not _PENDING:
+    pending = _PENDING.get()
+    if not pending:
         return mask
     live = set()
     f = sys._getframe(1)
@@ -106,7 +130,7 @@ def resolve(mask: Any) -> Any:
         live.add(f)
         f = f.f_back  # type: ignore[assignment]
     taken, keep = [], []
-    for entry in _PENDING:
+    for entry in pending:
         fr, end, kind, left, _ = entry
         if fr not in live:
             continue  # its frame has returned: the expression's value went elsewhere
@@ -117,28 +141,24 @@ def resolve(mask: Any) -> Any:
         offsets, by = _instructions(fr.f_code)
         between = [o for o in offsets if end <= o < now]
         if any(by[o].opname.startswith("CALL") for o in between):
-            _PENDING.clear()
+            pending.clear()
             raise _fail(f"'{kind}' between masks whose value is not the mask= of the next "
                         f"instruction; {_HINT}")
         taken.append(entry)
-    _PENDING[:] = keep
+    pending[:] = keep
     for _, _, kind, left, _ in reversed(taken):
         mask = (left & mask) if kind == "and" else (left | mask)
     return mask
 
 
-def forget() -> None:
-    """Drop pending operands (a new launch: an earlier one may have stopped with an error)."""
-    _PENDING.clear()
-
-
 def leftover() -> str | None:
     """At the end of a launch: "file.py:LINE" of an and / or between masks whose value never
     reached an instruction's mask (forgotten here either way), else None."""
-    if not _PENDING:
+    pending = _PENDING.get()
+    if not pending:
         return None
-    frame, line = _PENDING[0][0], _PENDING[0][4]
-    _PENDING.clear()
+    frame, line = pending[0][0], pending[0][4]
+    pending.clear()
     return f"{os.path.basename(frame.f_code.co_filename)}:{line}"
 
 

@@ -38,7 +38,9 @@ from ..errors import (InputWriteWarning, SimulatorError, SimulatorWarning, Unsup
                       caller_loc)
 from ..program.ir import (Access, Engine, Instruction, MemSpace, Opcode, Placement, Predicate,
                           Program, SourceLoc, TensorDecl)
+from ..program.layout import geometry_memo
 from .loopcheck import loop_carried_reads
+from .mask_bool import leftover, pending_masks
 from .view_cache import ViewCache
 from .once_traced import entry_indices, restore_indices
 
@@ -211,15 +213,16 @@ class Tracer:
         #: the kernel is compiled in its own order (ncc.skip_middle_end_transformations /
         #: no_reorder): affine loops are not reordered, so carried dependencies are not reported
         self.keeps_order = False
-        from .mask_bool import forget
-        forget()  # `a and b` masks left pending by an earlier launch that failed
 
     @contextlib.contextmanager
     def active(self) -> Iterator[Tracer]:
-        """Make this tracer the one ``nl``/``nisa`` calls record into."""
+        """Make this tracer the one ``nl``/``nisa`` calls record into (with a fresh memo of the
+        IR's layouts and access bounds for the launch, program/layout.py, and its own list of
+        pending ``and`` / ``or`` mask operands, mask_bool.py)."""
         token = _ACTIVE.set(self)
         try:
-            yield self
+            with geometry_memo(), pending_masks():
+                yield self
         finally:
             _ACTIVE.reset(token)
 
@@ -314,7 +317,6 @@ class Tracer:
         (``loopcheck.py``), and warn when a kernel that returns its outputs writes its inputs
         (NKI allows writing inputs only in output-argument kernels)."""
         self.flush()
-        from .mask_bool import leftover
         where = leftover()
         if where is not None:
             raise UnsupportedError("'and' / 'or' between masks whose value never became an "

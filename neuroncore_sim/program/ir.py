@@ -28,7 +28,7 @@ from typing import Iterator
 import numpy as np
 
 from ..dtypes import dtype_name
-from .layout import BOUNDS, layout, measure, slot_setters
+from .layout import ACTIVE_MEMO, layout, measure, slot_setters
 # re-exported: part of the IR vocabulary
 from .opcodes import DMA_OPCODES, OPCODE_DOC, Opcode  # noqa: F401
 
@@ -187,12 +187,15 @@ class Access:
                  pattern: tuple[tuple[int, int], ...], view_dtype: np.dtype | None = None
                  ) -> None:
         key = (tensor.row_size, offset, pattern)
-        try:
-            bounds = BOUNDS.get(key)
-        except TypeError:  # lists in the pattern: not hashable, so never cached
-            bounds = None
+        memo = ACTIVE_MEMO.get()
+        bounds = None
+        if memo is not None:
+            try:
+                bounds = memo.bounds.get(key)
+            except TypeError:  # lists in the pattern: not hashable, so never remembered
+                memo = None
         if bounds is None:
-            bounds = measure(*key)
+            bounds = measure(*key, memo)
         (set_tensor, set_offset, set_pattern, set_row_lo, set_row_hi, set_col_lo, set_col_hi,
          set_size) = _ACCESS_SETTERS
         set_tensor(self, tensor)

@@ -2,10 +2,15 @@
 
 :class:`~neuroncore_sim.program.ir.TensorDecl` takes its ``rows`` / ``row_size`` / ``strides`` from
 :func:`layout` and :class:`~neuroncore_sim.program.ir.Access` its bounds and size from :func:`measure`.
-Both remember what they computed: a kernel's loops allocate tiles of the same few shapes and
-access them the same few ways, and the front end builds about one Access per recorded
-instruction (tracing is the critical path of a functional run). The caches only save
-recomputation; ``tests/program/test_layout_caches.py`` checks they give what the plain computation gives.
+Both remember what they computed during a launch: a kernel's loops allocate tiles of the same few
+shapes and access them the same few ways, and the front end builds about one Access per recorded
+instruction (tracing is the critical path of a functional run). The memo (:class:`GeometryMemo`)
+belongs to the launch: the tracer enters :func:`geometry_memo` for the time it records, so each
+launch starts with an empty one and nothing is kept between launches or shared between threads
+(the one piece of module state is the ``ContextVar`` naming the active memo, always reset).
+Outside a launch (tests, host-side use) the geometry is computed every time. The memo only saves
+recomputation; ``tests/program/test_layout_caches.py`` checks it gives what the plain
+computation gives.
 
 Why the hottest IR classes (TensorDecl, Access, Instruction) have hand-written ``__init__``\\ s:
 a frozen dataclass's generated ``__init__`` sets every field through ``object.__setattr__``,
@@ -15,16 +20,48 @@ dataclasses with the same fields; only their construction is faster.
 
 from __future__ import annotations
 
+import contextlib
 import math
+from contextvars import ContextVar
+from typing import Iterator
 
-#: Bound of the layout and bounds caches (cleared when full: they only save recomputation).
+#: Bound of each memo table (cleared when full: it only saves recomputation).
 CACHE_SIZE = 4096
-#: (shape, partition_axis) -> (rows, row_size, strides): tiles of one shape repeat in every loop.
-LAYOUTS: dict[tuple[tuple[int, ...], int], tuple[int, int, tuple[int, ...]]] = {}
-#: (row_size, offset, pattern) -> (row_lo, row_hi, col_lo, col_hi, size, pattern) of an Access:
-#: most accesses repeat the geometry of an earlier one (the same slice of each new tile). The
-#: pattern is the first equal one seen: later accesses share it (fewer live objects).
-BOUNDS: dict[tuple[int, int, tuple[tuple[int, int], ...]], tuple[object, ...]] = {}
+
+
+class GeometryMemo:
+    """The layout and access-bounds memos of one launch.
+
+    Attributes:
+        layouts: (shape, partition_axis) -> (rows, row_size, strides): tiles of one shape repeat
+            in every loop.
+        bounds: (row_size, offset, pattern) -> (row_lo, row_hi, col_lo, col_hi, size, pattern) of
+            an Access: most accesses repeat the geometry of an earlier one (the same slice of
+            each new tile). The pattern is the first equal one seen: later accesses share it
+            (fewer live objects).
+    """
+
+    __slots__ = ("layouts", "bounds")
+
+    def __init__(self) -> None:
+        self.layouts: dict[tuple[tuple[int, ...], int], tuple[int, int, tuple[int, ...]]] = {}
+        self.bounds: dict[tuple[int, int, tuple[tuple[int, int], ...]], tuple[object, ...]] = {}
+
+
+#: The memo of the launch being recorded (None outside a launch: nothing is remembered).
+ACTIVE_MEMO: ContextVar[GeometryMemo | None] = ContextVar("neuroncore_sim_geometry", default=None)
+
+
+@contextlib.contextmanager
+def geometry_memo() -> Iterator[GeometryMemo]:
+    """Remember layouts and access bounds in a fresh :class:`GeometryMemo` until the block ends
+    (entered by the tracer for one launch)."""
+    memo = GeometryMemo()
+    token = ACTIVE_MEMO.set(memo)
+    try:
+        yield memo
+    finally:
+        ACTIVE_MEMO.reset(token)
 
 
 def slot_setters(cls: type, names: str) -> tuple:
@@ -35,16 +72,20 @@ def slot_setters(cls: type, names: str) -> tuple:
 
 def layout(shape: tuple[int, ...], partition_axis: int) -> tuple[int, int, tuple[int, ...]]:
     """(rows, row_size, strides) of a tensor of ``shape`` stored partition-major (remembered in
-    :data:`LAYOUTS` for a tuple of plain ints)."""
+    the launch's memo for a tuple of plain ints)."""
+    memo = ACTIVE_MEMO.get()
+    if memo is None:
+        return compute_layout(shape, partition_axis)
+    layouts = memo.layouts
     if type(shape) is tuple:
-        found = LAYOUTS.get((shape, partition_axis))
+        found = layouts.get((shape, partition_axis))
         if found is not None:
             return found
     result = compute_layout(shape, partition_axis)
     if type(shape) is tuple and all(type(v) is int for v in (*shape, partition_axis)):
-        if len(LAYOUTS) >= CACHE_SIZE:
-            LAYOUTS.clear()
-        LAYOUTS[(shape, partition_axis)] = result
+        if len(layouts) >= CACHE_SIZE:
+            layouts.clear()
+        layouts[(shape, partition_axis)] = result
     return result
 
 
@@ -67,17 +108,17 @@ def compute_layout(shape: tuple[int, ...], partition_axis: int
     return rows, row_size, tuple(strides)
 
 
-def measure(row_size: int, offset: int, pattern: tuple[tuple[int, int], ...]
-            ) -> tuple[object, ...]:
-    """(row_lo, row_hi, col_lo, col_hi, size, pattern) of an access, remembered in
-    :data:`BOUNDS` when the pattern is a tuple of tuples (hashable) and all are plain ints (so a
-    numpy integer never leaks into a later access from the cache)."""
+def measure(row_size: int, offset: int, pattern: tuple[tuple[int, int], ...],
+            memo: GeometryMemo | None = None) -> tuple[object, ...]:
+    """(row_lo, row_hi, col_lo, col_hi, size, pattern) of an access, remembered in ``memo``
+    when given, the pattern is a tuple of tuples (hashable) and all are plain ints (so a numpy
+    integer never leaks into a later access from the memo)."""
     found = bounds(row_size, offset, pattern) + (math.prod(n for _, n in pattern), pattern)
-    if (type(pattern) is tuple and all(type(d) is tuple for d in pattern)
+    if (memo is not None and type(pattern) is tuple and all(type(d) is tuple for d in pattern)
             and all(type(v) is int for v in (*found[:5], offset, *sum(pattern, ())))):
-        if len(BOUNDS) >= CACHE_SIZE:
-            BOUNDS.clear()
-        BOUNDS[(row_size, offset, pattern)] = found
+        if len(memo.bounds) >= CACHE_SIZE:
+            memo.bounds.clear()
+        memo.bounds[(row_size, offset, pattern)] = found
     return found
 
 

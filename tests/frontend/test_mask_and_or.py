@@ -202,3 +202,12 @@ def test_a_failed_launch_leaves_nothing_pending():
 
     with pytest.warns(UnwrittenOutputWarning, match="is never written"):
         assert ncs.trace(no_instructions, A).outputs[0].shape == A.shape
+
+
+def test_and_between_masks_outside_a_launch_is_refused():
+    """No instruction outside a launch could take the combined mask: the left operand would be
+    lost, so the expression is refused at its line (each launch keeps its own pending list)."""
+    ix, iy = nl.mgrid[0:8, 0:32]
+    with pytest.raises(UnsupportedError, match="outside a kernel launch") as info:
+        bool(ix < 4 and iy < 16)
+    assert info.value.loc.startswith("test_mask_and_or.py:")

@@ -1,9 +1,10 @@
-"""The IR's construction caches (ir_layout.py) give what the general computations give.
+"""The IR's construction memos (program/layout.py) give what the general computations give.
 
-``Access`` takes its bounds and size from a cache keyed on (row size, offset, pattern) and
-``TensorDecl`` its layout from one keyed on (shape, partition axis); both must agree with
-``bounds`` / ``compute_layout`` on a cold and on a warm cache, and never hand a numpy integer
-from one object to another.
+Inside a launch, ``Access`` takes its bounds and size from a memo keyed on (row size, offset,
+pattern) and ``TensorDecl`` its layout from one keyed on (shape, partition axis); both must agree
+with ``bounds`` / ``compute_layout`` on a cold and on a warm memo, and never hand a numpy integer
+from one object to another. The memo belongs to one launch: none is active outside, and each
+launch starts with an empty one.
 """
 
 from __future__ import annotations
@@ -47,9 +48,9 @@ def test_cached_access_bounds_equal_the_general_computation(case) -> None:
     shape, pa, offset, pattern = case
     t = _decl(shape, pa)
     want = ir_layout.bounds(t.row_size, offset, pattern) + (math.prod(n for _, n in pattern),)
-    ir_layout.BOUNDS.clear()
-    cold = Access(t, offset, pattern)
-    warm = Access(t, offset, pattern)  # from the cache
+    with ir_layout.geometry_memo():
+        cold = Access(t, offset, pattern)
+        warm = Access(t, offset, pattern)  # from the memo
     assert _fields(cold) == _fields(warm) == want
     assert (cold.tensor, cold.offset, cold.pattern) == (t, offset, pattern)
 
@@ -60,18 +61,18 @@ def test_cached_tensor_layout_equals_the_general_computation(dims, data) -> None
     shape = tuple(dims)
     pa = data.draw(st.integers(0, len(shape) - 1)) if shape else 0
     want = ir_layout.compute_layout(shape, pa)
-    ir_layout.LAYOUTS.clear()
-    for _ in range(2):  # cold, then from the cache
-        t = _decl(shape, pa)
-        assert (t.rows, t.row_size, t.strides) == want
-        assert (t.shape, t.partition_axis) == (shape, pa)
+    with ir_layout.geometry_memo():
+        for _ in range(2):  # cold, then from the memo
+            t = _decl(shape, pa)
+            assert (t.rows, t.row_size, t.strides) == want
+            assert (t.shape, t.partition_axis) == (shape, pa)
 
 
 def test_numpy_integers_are_not_cached_for_plain_ints() -> None:
-    ir_layout.BOUNDS.clear()
     t = _decl((4, 8))
-    a = Access(t, np.int64(8), ((8, 2), (1, 4)))
-    b = Access(t, 8, ((8, 2), (1, 4)))
+    with ir_layout.geometry_memo():
+        a = Access(t, np.int64(8), ((8, 2), (1, 4)))
+        b = Access(t, 8, ((8, 2), (1, 4)))
     assert type(a.row_lo) is np.int64  # computed as before the cache existed
     assert all(type(v) is int for v in _fields(b))
     assert _fields(a) == _fields(b) == (1, 3, 0, 4, 8)
@@ -93,12 +94,33 @@ def test_ir_objects_stay_frozen() -> None:
 
 
 def test_equal_patterns_share_one_object() -> None:
-    ir_layout.BOUNDS.clear()
     t = _decl((4, 8))
     first = ((8, 2), (1, 4))
     again = tuple([(8, 2), (1, 4)])  # equal, another object
     assert again is not first
-    assert Access(t, 0, first).pattern is first
-    assert Access(t, 0, again).pattern is first
-    odd = ((np.int64(8), 2), (1, 4))  # not cached: a numpy integer stays where it was given
-    assert Access(t, 8, odd).pattern is odd and Access(t, 8, first).pattern is first
+    with ir_layout.geometry_memo():
+        assert Access(t, 0, first).pattern is first
+        assert Access(t, 0, again).pattern is first
+        odd = ((np.int64(8), 2), (1, 4))  # not remembered: a numpy integer stays where given
+        assert Access(t, 8, odd).pattern is odd and Access(t, 8, first).pattern is first
+
+
+def test_the_memo_belongs_to_one_launch() -> None:
+    """No memo outside a launch; each launch records into a fresh one, gone when it ends."""
+    import neuroncore_sim as ncs
+    from neuroncore_sim.frontend import language as nl
+
+    seen: list[ir_layout.GeometryMemo] = []
+
+    def kernel(a):
+        seen.append(ir_layout.ACTIVE_MEMO.get())
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.load(a))
+        return out
+
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    for _ in range(2):
+        np.testing.assert_array_equal(ncs.simulate(kernel, x, timing=False).outputs[0], x)
+    assert ir_layout.ACTIVE_MEMO.get() is None
+    assert len(seen) == 2 and None not in seen and seen[0] is not seen[1]
+    assert seen[0].layouts and seen[0].bounds  # the launch remembered what it computed
