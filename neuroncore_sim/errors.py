@@ -104,6 +104,12 @@ class SpillWarning(SimulatorWarning):
     some of them to HBM and reloads them (the kernel runs, slower; docs/model.md)."""
 
 
+class AllocationWarning(SimulatorWarning):
+    """A directly allocated SBUF tile (``ncc.sbuf.alloc`` / ``mod_alloc``) starts inside an
+    SBUF partition but runs past its physical end: the compiler checks only the start address,
+    and the bytes past the end do not exist on the hardware (docs/model.md)."""
+
+
 class UnwrittenOutputWarning(SimulatorWarning):
     """A kernel returns an output tensor it never wrote, or wrote only in part: those elements
     are garbage on the hardware (NaN here)."""

@@ -328,8 +328,8 @@ def find_index8_missing_value(a, v):
 
 
 # --- direct allocation --------------------------------------------------------------------------
-def alloc_past_the_partition():
-    nl.ndarray((128, 4), nl.float32, buffer=ncc.sbuf.alloc(lambda idx, pdim_size, fdim_size: (0, 200 * 1024)))  # BAD alloc_past_the_partition
+def alloc_negative_byte_addr():
+    nl.ndarray((128, 4), nl.float32, buffer=ncc.sbuf.alloc(lambda idx, pdim_size, fdim_size: (0, -16)))  # BAD alloc_negative_byte_addr
 
 
 def psum_alloc_bad_bank():

@@ -136,7 +136,7 @@ KERNEL_CASES: list[KernelCase] = [
     _k("runtime_offset_out_of_dim", lambda: (z(2, 128, 4), np.full((1, 1), 5, np.int32)), E.AccessError, r"runtime offset .*in 0..1, found 5"),
     _k("find_index8_missing_value", lambda: (z(128, 16), np.ones((128, 8), np.float32)), E.KernelError, r"expected a value present in that partition of data .*found no match"),
     # direct allocation
-    _k("alloc_past_the_partition", lambda: (), E.CapacityError, r"ends at 204816; expected it within the 196608 bytes of an SBUF partition"),
+    _k("alloc_negative_byte_addr", lambda: (), E.CapacityError, r"byte_addr -16; expected 0 <= byte_addr"),
     _k("psum_alloc_bad_bank", lambda: (), E.SimulatorError, r"expected a PSUM bank 0..7, found bank 9"),
     # arguments of nl calls and of the launch
     _k("program_id_of_a_string", lambda: (z(128, 4),), E.KernelError, r"nl.program_id: expected an integer axis, found \'x\'"),
