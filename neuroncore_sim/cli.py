@@ -31,6 +31,7 @@ from .report.launch_files import (OutputPlaceError, check_out_dir, launch_folder
                                   write_launch_files)
 from .sweep import cli as sweep_cli
 from .alias import install_neuronxcc_alias
+from .frameworks.device_alias import install_device_aliases
 from .config import NeuronCoreConfig, load_config
 from .errors import (EXIT_FAILED, EXIT_OK, EXIT_USAGE, ConfigError, SimulatorError,
                      UnsupportedError)
@@ -212,6 +213,7 @@ def _run(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
     if not script.is_file():
         raise UsageError(f"script not found: {script}")
     install_neuronxcc_alias()
+    install_device_aliases()  # torch_xla / torch_neuronx stand-ins, where PyTorch has none
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [str(script)] + list(args.args)
     sys.path.insert(0, str(script.resolve().parent))  # as `python SCRIPT.py` would

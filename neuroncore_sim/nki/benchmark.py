@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import KernelError, caller_loc, expected
+from ..frontend.typing import TensorType
 from ..report.launch_files import OutputPlaceError, atomic_path, check_out_dir
 from ..simulate import simulate_launch
 from .kernel import Kernel
@@ -95,7 +96,12 @@ def benchmark(func: Callable[..., Any] | None = None, *, warmup: int = 10, iters
 
 
 class ProfileKernel(Kernel):
-    """A kernel whose calls run the full simulation and write a profile directory."""
+    """A kernel whose calls run the full simulation and write a profile directory.
+
+    Like the hardware profiler, it needs no input values: called with ``nt.tensor``
+    placeholders (AWS's profiling example passes ``tensor[[250, 512], nl.float32]``), the launch
+    is timing-only and returns None; with arrays it also computes and returns the outputs.
+    """
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         out = Path(self.options.get("working_directory") or ".")
@@ -105,13 +111,18 @@ class ProfileKernel(Kernel):
         except OutputPlaceError as e:
             e.locate(caller_loc())
             raise
-        res = simulate_launch(self, args, kwargs, grid=self.grid, entry="nki.profile")
+        # placeholders carry no values: profile the timing alone, as nki.benchmark does
+        functional = not any(isinstance(a, TensorType) for a in (*args, *kwargs.values()))
+        res = simulate_launch(self, args, kwargs, grid=self.grid, functional=functional,
+                              entry="nki.profile")
         # whole files or none: an interrupted profile leaves the previous ones
         with atomic_path(out / "summary.json") as tmp:
             tmp.write_text(json.dumps(res.summary(), indent=2, default=str))
         with atomic_path(out / "events.csv") as tmp:
             res.events.to_csv(tmp, index=False)
         self.profile_result = res
+        if not functional:
+            return None
         return res.outputs[0] if len(res.outputs) == 1 else (res.outputs or None)
 
 

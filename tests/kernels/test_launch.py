@@ -62,6 +62,19 @@ def test_profile_writes_summary_and_events(tmp_path):
     assert (tmp_path / "events.csv").read_text().startswith("instr_id")
 
 
+def test_profile_of_placeholders_is_timing_only(tmp_path):
+    """The profiler needs no values (AWS's profiling example passes nt.tensor placeholders):
+    such a call is timed, writes its files and returns None; its latency is that of the same
+    launch with arrays."""
+    prof = nki.profile(working_directory=str(tmp_path))(add)
+    spec = nt.tensor[[256, 64], nl.float32]
+    assert prof(spec, spec) is None
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    a = np.ones((256, 64), np.float32)
+    assert summary["latency_ns"] == ncs.simulate(add, a, a).latency_ns > 0
+    assert prof.profile_result.outputs == (None,)
+
+
 def test_record_launches_times_every_jit_call():
     kernel = nki.jit(add)
     a = np.ones((128, 64), np.float32)
