@@ -12,12 +12,20 @@ Kernels written inside AWS import names from where the SDK keeps them, not only 
   so a module whose other kernels are plain NKI loads; *using* one of their names is an
   :class:`UnsupportedError` at the kernel line: one NeuronCore-v2 is simulated, and private
   APIs have no public reference to follow.
+- ``neuronxcc.nki.docs.examples.<folder>.<module>``: the SDK ships its documentation's example
+  kernels inside the package, and its example scripts import them from there
+  (``layernorm_torch.py``). They are AWS's code, not part of this package: the name resolves to
+  ``<folder>/<module>.py`` of a checkout of those examples on the import path (the script's
+  folder or its parent, as when the script is run from the checkout), else a
+  ``ModuleNotFoundError`` saying where it was looked for.
 """
 
 from __future__ import annotations
 
 import importlib.abc
 import importlib.machinery
+import importlib.util
+import os
 import sys
 import types
 from contextlib import contextmanager
@@ -130,11 +138,27 @@ class UnavailableFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return None
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        examples = self._examples_path(fullname)
+        if examples is not None:
+            return _examples_spec(fullname, examples, self)
         if self._why(fullname) is None:
             return None
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
+    def _examples_path(self, fullname: str) -> list[str] | None:
+        """The parts after ``<root>.docs`` of a name under it (``["examples", "layernorm",
+        ...]``), else None."""
+        for root in self.roots:
+            head = root + ".docs"
+            if fullname == head:
+                return []
+            if fullname.startswith(head + "."):
+                return fullname[len(head) + 1:].split(".")
+        return None
+
     def create_module(self, spec: Any) -> types.ModuleType:
+        if spec.loader_state == "namespace":
+            return types.ModuleType(spec.name, "A folder of the Neuron SDK's bundled examples")
         return _Unavailable(spec.name, self._why(spec.name) or _PRIVATE)
 
     def exec_module(self, module: types.ModuleType) -> None:
@@ -148,3 +172,47 @@ def install_finder(roots: tuple[str, ...]) -> None:
             finder.roots = tuple(dict.fromkeys(finder.roots + roots))
             return
     sys.meta_path.append(UnavailableFinder(roots))
+
+
+def _examples_spec(fullname: str, parts: list[str], loader: Any) -> Any:
+    """The spec of ``<root>.docs[.examples[.<folder>...][.<module>]]``: folders are empty
+    packages, a module is the matching file of an examples checkout on ``sys.path`` (see the
+    module doc); None for other names under ``docs``."""
+    def folder() -> Any:
+        spec = importlib.machinery.ModuleSpec(fullname, loader, is_package=True)
+        spec.loader_state = "namespace"
+        return spec
+    if parts[:1] not in ([], ["examples"]):
+        return None
+    rel = parts[1:]
+    if not rel:
+        return folder()
+    found = _find_example(rel, folder=False)
+    if found is not None:
+        return importlib.util.spec_from_file_location(fullname, found)
+    if len(rel) == 1 or _find_example(rel, folder=True):
+        # (a first-level name not found is taken as a folder: the import of the module under
+        # it then names the whole path it looked for)
+        return folder()
+    raise ModuleNotFoundError(
+        f"No module named {fullname!r}: the Neuron SDK's bundled example kernels are AWS's code, "
+        f"not part of neuroncore_sim; expected {os.path.join(*rel)}.py in a checkout of those "
+        f"examples on the import path (the script's folder or its parent), found none",
+        name=fullname)
+
+
+def _find_example(parts: list[str], folder: bool) -> str | bool | None:
+    """``parts`` joined as a folder (folder=True: whether one exists) or a ``.py`` file (its
+    path, or None) under an entry of ``sys.path`` or the entry's parent."""
+    rel = os.path.join(*parts)
+    for entry in sys.path:
+        if not isinstance(entry, str):
+            continue
+        base = os.path.abspath(entry or ".")
+        for root in (base, os.path.dirname(base)):
+            candidate = os.path.join(root, rel)
+            if folder and os.path.isdir(candidate):
+                return True
+            if not folder and os.path.isfile(candidate + ".py"):
+                return candidate + ".py"
+    return False if folder else None

@@ -67,3 +67,40 @@ def test_an_unknown_typing_name_is_a_clear_error_not_attribute_error():
     assert nt.mutable_tensor is nt.tensor  # the 2.2x reference's names are there
     with pytest.raises(UnsupportedError, match=r"nt.mutable is not supported by neuroncore_sim"):
         nt.tensor[nt.mutable]
+
+
+KERNEL_FILE = '''
+import neuronxcc.nki.language as nl
+from neuronxcc import nki
+
+
+@nki.jit
+def triple(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.multiply(nl.load(a), 3.0))
+    return out
+'''
+
+
+def test_bundled_examples_resolve_to_a_checkout_on_the_import_path(tmp_path, monkeypatch):
+    """``neuronxcc.nki.docs.examples.<folder>.<module>`` (the SDK's example scripts import
+    their kernels so) is the file of an examples checkout next to the running script."""
+    folder = tmp_path / "examples" / "tripling"
+    folder.mkdir(parents=True)
+    (folder / "triple_kernel.py").write_text(KERNEL_FILE)
+    monkeypatch.syspath_prepend(str(folder))  # as running examples/tripling/script.py does
+    name = "neuronxcc.nki.docs.examples.tripling.triple_kernel"
+    monkeypatch.delitem(__import__("sys").modules, name, raising=False)
+    mod = importlib.import_module(name)
+    a = np.arange(128 * 4, dtype=np.float32).reshape(128, 4)
+    np.testing.assert_array_equal(mod.triple(a), 3 * a)
+    assert mod.__file__ == str(folder / "triple_kernel.py")
+
+
+def test_a_bundled_example_not_found_says_where_it_was_looked_for():
+    with pytest.raises(ModuleNotFoundError, match=r"No module named 'neuronxcc.nki.docs.examples"
+                       r".no_such_folder.kern': the Neuron SDK's bundled example kernels are "
+                       r"AWS's code, not part of neuroncore_sim; expected no_such_folder/kern.py"):
+        importlib.import_module("neuronxcc.nki.docs.examples.no_such_folder.kern")
+    with pytest.raises(ModuleNotFoundError):  # other names under docs are not there at all
+        importlib.import_module("neuronxcc.nki.docs.tutorials")
