@@ -22,7 +22,7 @@ F = 8192  # fp32: 32 KiB per partition per tile; six such tiles are more than SB
 
 
 def pressured(x_in, y_in, c_in):
-    """acc = sum_i exp(x) * (x * y) * c[i]: x * y is the same in every iteration."""
+    """acc = sum_i exp(c[i] * x) * (x * y): x * y is the same in every iteration."""
     out = nl.ndarray((128, F), dtype=x_in.dtype, buffer=nl.shared_hbm)
     acc = nl.zeros((nl.par_dim(128), F), dtype=x_in.dtype)
     x = nl.load(x_in)
