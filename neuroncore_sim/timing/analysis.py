@@ -18,7 +18,8 @@ naming producers) to JSON-ready dicts; :meth:`SimResult.summary` merges them. De
 
 * **MFU** (model FLOPs utilisation): useful FLOPs (``2*K*M*N`` per nc_matmul) over what the
   TensorE peak could do in the latency, i.e. ``tensor_flops / latency``.
-* **Bandwidth**: bytes over the latency against a named peak (DMA engines, HBM). This is not the
+* **Bandwidth**: bytes over the latency against a named peak (DMA engines: the peak for the
+  kernel's mix of HBM reads and other DMAs, :func:`dma_peak_bytes_per_ns`; HBM). This is not the
   DMA queue busy share: a DMA engine is busy during per-buffer overheads and HBM waits too.
 * **Bottleneck**: the busiest of tensor / vector / scalar / gpsimd / dma (the DMA engines'
   average busy share) when it is busy more than half the latency, else "latency".
@@ -32,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..config import NeuronCoreConfig
-from .cost import dma_engines_ns
+from .cost import KernelWork, dma_engines_ns
 from .events import COMPUTE_ROWS, LOAD_STATIONARY, Event, TimingResult
 from ..program.ir import Program
 
@@ -49,8 +50,15 @@ def _pct(part: float, whole: float) -> float:
     return 100.0 * part / whole if whole > 0 else 0.0
 
 
-def dma_peak_bytes_per_ns(config: NeuronCoreConfig) -> float:
-    """Peak bandwidth of all DMA engines: ``dma_engines x dma_engine_bytes_per_ns``."""
+def dma_peak_bytes_per_ns(config: NeuronCoreConfig, work: KernelWork | None = None) -> float:
+    """Peak bandwidth of all DMA engines for ``work``'s mix of DMAs: its bytes over the time
+    the engines need to move them at their rates (``dma_hbm_read_bytes_per_ns`` for DMAs that
+    read HBM, ``dma_engine_bytes_per_ns`` for the others; :func:`.cost.dma_engines_ns`). With
+    no ``work`` (or no bytes): ``dma_engines x dma_engine_bytes_per_ns``, the peak of writes and
+    on-chip copies. A kernel that only loads from HBM peaks at ``dma_engines x
+    dma_hbm_read_bytes_per_ns`` (111.4 B/ns on trn1), not at the write rate."""
+    if work is not None and work.dma_bytes > 0:
+        return work.dma_bytes / dma_engines_ns(work, config)
     return config.dma_engines * config.dma_engine_bytes_per_ns
 
 
@@ -89,8 +97,8 @@ def utilisation(timing: TimingResult, config: NeuronCoreConfig,
         "achieved_tflops": w.matmul_flops / latency / 1000.0 if latency > 0 else 0.0,
         "mfu_percent": _pct(w.matmul_peak_ns, latency),
         "dma_queue_busy_percent": dma_queue_busy_percent,
-        "dma_bandwidth_percent_of_peak": _pct(dma_rate, dma_peak_bytes_per_ns(config)),
-        "dma_peak_bytes_per_ns": dma_peak_bytes_per_ns(config),
+        "dma_bandwidth_percent_of_peak": _pct(dma_rate, dma_peak_bytes_per_ns(config, w)),
+        "dma_peak_bytes_per_ns": dma_peak_bytes_per_ns(config, w),
         "hbm_bytes": w.hbm_bytes,
         "hbm_bytes_per_ns": hbm_rate,
         "hbm_bandwidth_percent_of_peak": _pct(hbm_rate, config.hbm_bytes_per_ns),

@@ -48,7 +48,6 @@ from .cost import (cycles_to_ns, instruction_cycles, kernel_work, matmul_stage_c
 from .dma import DmaEngines
 from .event_log import EventLog
 from .events import COMPUTE_ROWS, LOAD_STATIONARY, MULTIPLY_MOVING, TENSOR_LS_ROW, TimingResult
-from .hoist import loop_invariant
 from ..program.ir import Engine, Instruction, MemSpace, Opcode, Program
 from .schedule import DMA_QUEUE, RAW, WAR, InstanceSchedule, build_schedule
 
@@ -134,7 +133,7 @@ class _InstanceRun:
         #: pipeline latency (_mark_dependent_vector)
         self.no_latency: dict[int, int] = {}
         #: repeats of loop-invariant instructions: computed once by the compiler (hoist.py)
-        self.hoisted = loop_invariant(inst.instructions)
+        self.hoisted = inst.hoisted
 
     # --- setup ------------------------------------------------------------------------------
 

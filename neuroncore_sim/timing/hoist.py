@@ -7,7 +7,9 @@ output is a fresh tile, computes the same values again: the compiler keeps the f
 instead (loop-invariant code motion, or common-subexpression elimination within an iteration,
 e.g. the mean ``nl.var`` recomputes after an ``nl.mean`` of the same tile; the iterations of an
 affine loop are independent, so it may). The timing model gives such repeats no engine time;
-the values are unaffected.
+the values are unaffected. The schedule finds the repeats before memory is placed and spilled
+(a spill reload restores values, it does not change them) and gives them no sources, so a tile
+read only by them is not kept live for them (timing/schedule.py).
 
 Evidence (docs/model.md, "Loop-invariant instructions"): in the fused-Mamba tutorial, v2 loads
 ``delta`` and ``u`` once per channel tile and multiplies them in every state iteration; its

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 from ..errors import SpillWarning
 from .capacity import BufferPlan, BufferRing
+from .hoist import loop_invariant
 from ..config import NeuronCoreConfig
 from ..program.ir import DMA_OPCODES, Access, Engine, Instruction, MemSpace, Opcode, Program
 from .placement import InstancePlan, NewIds, plan_instance, spill_warnings
@@ -70,6 +71,8 @@ class InstanceSchedule:
         ls_skip: nc_matmul ids whose stationary is already in the array (same region as the
             previous TensorE matmul, not written since): no LoadStationary.
         rings: the buffer rings of the allocation sites.
+        hoisted: ids of the loop-invariant repeats the compiler computes once (:mod:`.hoist`);
+            they run in no time and read nothing (their instructions here have no sources).
     """
 
     instance: int
@@ -79,6 +82,7 @@ class InstanceSchedule:
     ls_deps: dict[int, tuple[int, ...]]
     ls_skip: frozenset[int]
     rings: tuple[BufferRing, ...]
+    hoisted: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +121,12 @@ def _schedule_instance(instance: int, instrs: list[Instruction], config: NeuronC
     folded = folded_psum_zeros(instrs)  # PSUM zeros the compiler folds into matmuls
     if folded:
         instrs = [ins for ins in instrs if ins.id not in folded]
+    # Loop-invariant repeats, found on the Program's own instructions: a spill reload inserted
+    # below restores a tile's values, it does not change them, so it must not undo a hoist.
+    hoisted = loop_invariant(instrs)
+    if hoisted:  # the compiler computes them once: their repeats read nothing, so they keep
+        # no source tile live (nor make one reloaded) and wait for no source's producer
+        instrs = [_without_sources(ins) if ins.id in hoisted else ins for ins in instrs]
     ip = plan_instance(instrs, config, ids)  # rings; placement and spills where they do not fit
     plans.append(ip)
     instrs, plan = ip.instrs, ip.plan
@@ -126,7 +136,13 @@ def _schedule_instance(instance: int, instrs: list[Instruction], config: NeuronC
         queues.setdefault(queue_name(ins), []).append(ins.id)
     deps, ls_deps, ls_skip = _hazards(instrs, prev_occupant, first_use, plan, ip.takes)
     return InstanceSchedule(instance, tuple(instrs), {k: tuple(v) for k, v in queues.items()},
-                            deps, ls_deps, frozenset(ls_skip), plan.rings)
+                            deps, ls_deps, frozenset(ls_skip), plan.rings, hoisted)
+
+
+def _without_sources(ins: Instruction) -> Instruction:
+    """``ins`` reading nothing: a loop-invariant repeat whose result is the first one's."""
+    return Instruction(ins.id, ins.opcode, ins.engine, ins.dsts, {}, ins.attrs, ins.loc,
+                       ins.mask, ins.instance, ins.loops)
 
 
 # --- buffer rings ---------------------------------------------------------------------------------
