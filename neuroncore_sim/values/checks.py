@@ -10,6 +10,15 @@
    operand. A read that touches an unwritten element gives an :class:`UninitializedReadWarning`
    (once per kernel line). Float memory starts as NaN (``memory.py``), integer memory as 0; both
    warn the same way, since on the hardware either is garbage.
+
+   Garbage that never reaches a result is not reported: kernels load a ragged last tile with a
+   mask, compute on all 128 partitions and store with the same mask (AWS's softmax tutorial).
+   An instruction that works partition by partition (Vector/Scalar/GpSimd element-wise, free-axis
+   reductions and scans: :data:`PARTITION_LOCAL`) and reads unwritten elements of some
+   partitions of a tile writing a tile does not warn: the partitions of its output computed from
+   them are marked unwritten again (holding garbage; their origin is remembered), and the
+   warning comes where garbage is read by any other instruction (a store to HBM, a matmul, a
+   DMA, ...), naming the line that first read memory nothing wrote.
 2. Activation input ranges. The ScalarE functions with a documented valid input range
    (``ops.ACTIVATIONS``, arch.md 3.4: log, sin, arctan, sqrt, rsqrt, reciprocal) give invalid
    results outside it; an :class:`ActivationRangeWarning` names the line, the function, the
@@ -27,10 +36,18 @@ import numpy as np
 from ..program import ops
 from ..dtypes import is_float
 from ..errors import ActivationRangeWarning, SimulatorWarning, UninitializedReadWarning
-from ..program.ir import Access, Instruction, Opcode, TensorDecl
+from ..program.ir import Access, Instruction, MemSpace, Opcode, TensorDecl
 from .semantics import activation_input, canon
 
 _ACTIVATIONS = (Opcode.ACTIVATION, Opcode.ACTIVATION_REDUCE)
+#: Instructions whose output partition p is computed from their inputs' partition p alone
+#: (garbage in some partitions of an input stays in those partitions of the output).
+PARTITION_LOCAL = frozenset({
+    Opcode.ACTIVATION, Opcode.ACTIVATION_REDUCE, Opcode.TENSOR_TENSOR, Opcode.TENSOR_SCALAR,
+    Opcode.SCALAR_TENSOR_TENSOR, Opcode.TENSOR_SCALAR_REDUCE, Opcode.TENSOR_REDUCE,
+    Opcode.TENSOR_TENSOR_SCAN, Opcode.TENSOR_COPY, Opcode.AFFINE_SELECT, Opcode.RECIPROCAL,
+    Opcode.BN_STATS, Opcode.BN_AGGR, Opcode.TENSOR_COPY_PREDICATED, Opcode.SELECT_REDUCE,
+    Opcode.MAX8, Opcode.NC_FIND_INDEX8, Opcode.NC_MATCH_REPLACE8})
 #: Partial writes of one tensor kept before they are marked in its flags.
 _PENDING_WRITES = 256
 
@@ -54,6 +71,9 @@ class ValueChecks:
         self._pending: dict[TensorDecl, list[tuple[Access, np.ndarray | None]]] = {}
         #: (rule, kernel line) -> (instruction id, its warning): one warning per line and rule
         self._warned: dict[tuple[str, str], tuple[int, SimulatorWarning]] = {}
+        #: tile -> where the garbage some of its partitions hold came from (the first read of
+        #: memory nothing wrote, "file.py:LINE: what it read"), see the module doc
+        self._origin: dict[TensorDecl, str] = {}
 
     @property
     def warnings(self) -> list[SimulatorWarning]:
@@ -73,18 +93,24 @@ class ValueChecks:
 
     def before(self, ins: Instruction, view) -> None:
         """Check ``ins``'s reads, then mark its writes. ``view(access)`` gives operand values."""
+        garbage: list[tuple[str, Access, np.ndarray]] = []
         if self._written:
             for role, a in ins.srcs.items():
                 if a.tensor in self._written:
-                    self._check_read(ins, role, a)
+                    self._check_read(ins, role, a, garbage)
             if _reads_destination(ins) and ins.out.tensor in self._written:
-                self._check_read(ins, "out", ins.out)
+                self._check_read(ins, "out", ins.out, garbage)
         if ins.opcode in _ACTIVATIONS:
             self._check_range(ins, view)
+        carry = bool(garbage) and _carries(ins, garbage)
+        if garbage and not carry:
+            self._warn_read(ins, *garbage[0])
         if self._written:
             for a in ins.dsts.values():
                 if a.tensor in self._written:
                     self.wrote(a, ins)
+        if carry:
+            self._unmark(ins, garbage)
 
     def wrote(self, a: Access, ins: Instruction | None = None) -> None:
         """Mark the elements ``a`` selects as written (only those the mask of ``ins`` keeps)."""
@@ -152,8 +178,13 @@ class ValueChecks:
         del self._written[decl]
         del self._left[decl]
         self._pending.pop(decl, None)
+        self._origin.pop(decl, None)
 
-    def _check_read(self, ins: Instruction, role: str, a: Access) -> None:
+    def _check_read(self, ins: Instruction, role: str, a: Access,
+                    garbage: list[tuple[str, Access, np.ndarray]]) -> None:
+        """Append (role, a, which elements are unwritten) to ``garbage`` when ``a`` reads
+        memory nothing wrote (after the instruction's mask); lines that warned are not
+        checked again."""
         loc = str(ins.loc) if ins.loc is not None else ""
         if a.size == 0 or self._done(("read", loc), ins):
             return
@@ -172,18 +203,69 @@ class ValueChecks:
         where = _where(ins, a)
         if where is not None:
             missing &= where
-        if not missing.any():
-            return
+        if missing.any():
+            garbage.append((role, a, missing))
+
+    def _warn_read(self, ins: Instruction, role: str, a: Access, missing: np.ndarray) -> None:
+        loc = str(ins.loc) if ins.loc is not None else ""
         first = [int(i) for i in np.argwhere(missing)[0]]
         decl = a.tensor
         fill = "NaN" if is_float(decl.dtype) else "0"
         where_declared = f" (allocated at {decl.site})" if decl.site is not None else ""
+        origin = self._origin.get(decl)
+        what = (f"that hold garbage computed from memory nothing wrote ({origin})"
+                if origin is not None else "that nothing wrote")
         msg = (f"{ins.opcode.value} {role}: reads {int(missing.sum())} element(s) of "
-               f"{decl.name}{where_declared} that nothing wrote, first at operand index "
-               f"{first}; expected written memory, found uninitialised memory (garbage on the "
-               f"hardware, {fill} here)")
+               f"{decl.name}{where_declared} {what}, first at operand index {first}; expected "
+               f"written memory, found uninitialised memory (garbage on the hardware, {fill} "
+               f"here)")
         self._warned[("read", loc)] = (ins.id, UninitializedReadWarning(f"{loc}: {msg}"
                                                                        if loc else msg))
+
+    def _unmark(self, ins: Instruction, garbage: list[tuple[str, Access, np.ndarray]]) -> None:
+        """Mark the elements of ``ins``'s outputs computed from garbage as unwritten again (a
+        partition-local instruction, :func:`_carries`: an operand of the output's shape passes
+        its garbage element by element, another one by partition), remembering its origin."""
+        role, a, missing = garbage[0]
+        origin = self._origin.get(a.tensor)
+        if origin is None:
+            loc = f"{ins.loc}: " if ins.loc is not None else ""
+            site = f" (allocated at {a.tensor.site})" if a.tensor.site is not None else ""
+            origin = (f"first read at {loc}{ins.opcode.value} {role}, {int(missing.sum())} "
+                      f"element(s) of {a.tensor.name}{site}")
+        for d in ins.dsts.values():
+            bad_out = np.zeros(d.shape, np.bool_)
+            for _, src, bad in garbage:
+                if src.shape == d.shape:
+                    bad_out |= bad
+                    continue
+                rows = bad.reshape(bad.shape[0], -1).any(axis=1)
+                rows = rows if src.shape[0] == d.shape[0] else np.repeat(rows, d.shape[0])
+                bad_out |= rows.reshape((-1,) + (1,) * (bad_out.ndim - 1))
+            where = _where(ins, d)
+            if where is not None:
+                bad_out &= where
+            flags = self._tracked_flags(d.tensor)
+            sel = _flags_view(flags, d)
+            if sel is None or not bad_out.any():
+                continue
+            self._left[d.tensor] += int(np.count_nonzero(sel & bad_out))
+            np.logical_and(sel, ~bad_out, out=sel)
+            if self._left[d.tensor]:
+                self._origin.setdefault(d.tensor, origin)
+
+    def _tracked_flags(self, decl: TensorDecl) -> np.ndarray:
+        """``decl``'s written flags, tracking it again (all written) if it was not tracked."""
+        if decl in self._pending:
+            self._mark(decl)
+        flags = self._written.get(decl)
+        if decl not in self._written:
+            self._left[decl] = 0
+            flags = np.ones(decl.size, np.bool_)
+        elif flags is None:
+            flags = np.zeros(decl.size, np.bool_)
+        self._written[decl] = flags
+        return flags
 
     def _check_range(self, ins: Instruction, view) -> None:
         name = canon(ins.attrs.get("op"))
@@ -209,6 +291,20 @@ class ValueChecks:
                f"gives invalid results there)")
         self._warned[("range", loc)] = (ins.id, ActivationRangeWarning(f"{loc}: {msg}"
                                                                       if loc else msg))
+
+
+def _carries(ins: Instruction, garbage: list[tuple[str, Access, np.ndarray]]) -> bool:
+    """Whether ``ins`` keeps the garbage it reads in the same partitions of on-chip outputs
+    (partition-local, every output an SBUF / PSUM tile whose partitions match the garbage
+    operands' or those operands a single broadcast partition)."""
+    if ins.opcode not in PARTITION_LOCAL or not ins.dsts:
+        return False
+    for d in ins.dsts.values():
+        if d.tensor.space is MemSpace.HBM or not d.shape:
+            return False
+        if any(not a.shape or a.shape[0] not in (1, d.shape[0]) for _, a, _ in garbage):
+            return False
+    return True
 
 
 def _reads_destination(ins: Instruction) -> bool:

@@ -120,11 +120,14 @@ def test_reading_a_partly_written_tile_warns():
         return out
 
     a = RNG.random((128, 64), dtype=F32)
+    # exp keeps the garbage in the elements it came from; the store of them warns, naming the
+    # first read of memory nothing wrote
     launch = expect_warnings(
-        UninitializedReadWarning, r"activation data: reads 4096 element\(s\) of t0 \(allocated "
-        rf"at {HERE}:\d+\) that nothing wrote, first at operand index \[0, 32\]; expected "
-        r"written memory, found uninitialised memory \(garbage on the hardware, NaN here\)",
-        bad, a)
+        UninitializedReadWarning, r"dma_copy src: reads 4096 element\(s\) of t1 \(allocated "
+        rf"at {HERE}:\d+\) that hold garbage computed from memory nothing wrote \(first read "
+        rf"at {HERE}:\d+: activation data, 4096 element\(s\) of t0 \(allocated at {HERE}:\d+\)\), "
+        r"first at operand index \[0, 32\]; expected written memory, found uninitialised "
+        r"memory \(garbage on the hardware, NaN here\)", bad, a)
     assert np.isnan(launch.outputs[0][:, 32:]).all()  # NaN, like hardware garbage
     np.testing.assert_allclose(clean(good, a).outputs[0], np.exp(a), rtol=1e-6)
 
@@ -143,23 +146,30 @@ def test_accumulating_into_fresh_psum_starts_the_group_but_reading_it_warns():
 
     def bad(a):
         acc = nl.ndarray((64, 64), nl.float32, buffer=nl.psum)
-        nl.copy(acc)  # BAD
+        out = nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, nl.copy(acc))  # BAD
+        return out
 
     a = RNG.random((32, 64), dtype=F32)
     for functional in (True, "reference"):
         out = clean(fresh, a, a, functional=functional).outputs[0]
         np.testing.assert_allclose(out, 2 * (a.T @ a), rtol=1e-5)
-    expect_warnings(UninitializedReadWarning, r"tensor_copy src: reads 4096 element\(s\)", bad, a)
+    expect_warnings(UninitializedReadWarning, r"dma_copy src: reads 4096 element\(s\) .* "
+                    r"\(first read at .*: tensor_copy src, 4096 element\(s\)", bad, a)
 
 
 def test_integer_tiles_start_at_zero_and_warn_too():
     def bad():
         t = nl.ndarray((8, 8), nl.int32)
-        nl.add(t, 1)  # BAD
+        out = nl.ndarray((8, 8), dtype=nl.int32, buffer=nl.shared_hbm)
+        nl.store(out, nl.add(t, 1))  # BAD
+        return out
 
     def good():
         t = nl.zeros((8, 8), nl.int32)
-        nl.add(t, 1)
+        out = nl.ndarray((8, 8), dtype=nl.int32, buffer=nl.shared_hbm)
+        nl.store(out, nl.add(t, 1))
+        return out
 
     expect_warnings(UninitializedReadWarning, r"found uninitialised memory \(garbage on the "
                     r"hardware, 0 here\)", bad)
@@ -168,22 +178,65 @@ def test_integer_tiles_start_at_zero_and_warn_too():
 
 def test_unwritten_reads_warn_once_per_line_and_follow_masks():
     def bad(a):
+        out = nl.ndarray((3, 128, 8), dtype=nl.float32, buffer=nl.shared_hbm)
         t = nl.ndarray((128, 8), nl.float32)
         i_p = nl.arange(128)[:, None]
         t[...] = nl.load(a, mask=(i_p < 64))  # rows 0..63 only
-        for _ in nl.affine_range(3):
-            nl.exp(t)  # BAD  (rows 64..127 unwritten; one warning for the three reads)
+        for k in nl.affine_range(3):
+            nl.store(out[k], t)  # BAD  (rows 64..127 unwritten; one warning for the three)
+        return out
 
     def good(a):
+        out = nl.ndarray((3, 64, 8), dtype=nl.float32, buffer=nl.shared_hbm)
         t = nl.ndarray((128, 8), nl.float32)
         i_p = nl.arange(128)[:, None]
         t[...] = nl.load(a, mask=(i_p < 64))
-        for _ in nl.affine_range(3):
-            nl.exp(t[0:64])
+        for k in nl.affine_range(3):
+            nl.store(out[k], t[0:64])
+        return out
 
     expect_warnings(UninitializedReadWarning, r"reads 512 element\(s\) .* first at operand "
                     r"index \[64, 0\]", bad, np.ones((128, 8), F32))
     clean(good, np.ones((128, 8), F32))
+
+
+def ragged_rows(a):
+    """The ragged last tile of AWS's softmax tutorial: loaded under a mask, computed on all 128
+    partitions (the partitions past the last row hold garbage), stored under the mask."""
+    out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+    ix, iy = nl.arange(128)[:, None], nl.arange(a.shape[1])[None, :]
+    rows = a.shape[0]
+    for i in nl.affine_range((rows + 127) // 128):
+        keep = (i * 128 + ix < rows)
+        t = nl.load(a[i * 128 + ix, iy], mask=keep)
+        e = nl.exp(nl.subtract(t, nl.max(t, axis=[1], keepdims=True, mask=keep), mask=keep))
+        nl.store(out[i * 128 + ix, iy], value=e / nl.sum(e, axis=[1]), mask=keep)
+    return out
+
+
+def garbage_into_matmul(a):
+    out = nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    ix = nl.arange(128)[:, None]
+    t = nl.load(a, mask=(ix < 100))  # partitions 100..127 unwritten
+    e = nl.exp(t)  # computes on them: not reported (partition by partition)
+    nl.store(out, nl.copy(nisa.nc_matmul(e, e)))  # BAD: contracts over every partition
+    return out
+
+
+def test_garbage_never_stored_is_silent_and_garbage_that_reaches_a_result_warns_once():
+    """A partition-local instruction reading memory nothing wrote passes the garbage on to the
+    same partitions of its output, silently; a read that is not partition by partition (a
+    store, a matmul) warns, naming where the garbage was first read (docs/frontend.md)."""
+    a = RNG.random((250, 64), dtype=F32)
+    want = np.exp(a - a.max(axis=1, keepdims=True))
+    want /= want.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(clean(ragged_rows, a).outputs[0], want, rtol=1e-5)
+    launch = expect_warnings(
+        UninitializedReadWarning, r"nc_matmul stationary: reads 1792 element\(s\) of t1 .* that "
+        rf"hold garbage computed from memory nothing wrote \(first read at {HERE}:\d+: "
+        r"activation data, 1792 element\(s\) of t0 ", garbage_into_matmul,
+        RNG.random((128, 64), dtype=F32))
+    assert np.isnan(launch.outputs[0]).all()
 
 
 # --- activation input ranges --------------------------------------------------------------------

@@ -163,14 +163,16 @@ def test_warnings_are_those_of_program_order(monkeypatch):
                    {"stationary": rect(s, slice(None), slice(None)),
                     "moving": rect(m, slice(None), slice(None))}, Engine.TENSOR,
                    accumulate=False))
+    # DMA copies: a read that is not partition by partition warns at once (checks.py)
     first = tile(ex, shape=(4, 8), name="first")
-    ex.execute(ins(Opcode.TENSOR_COPY, {"out": rect(first, slice(None), slice(None))},
-                   {"src": rect(psum, slice(None), slice(None))}))
+    ex.execute(ins(Opcode.DMA_COPY, {"out": rect(first, slice(None), slice(None))},
+                   {"src": rect(psum, slice(None), slice(None))}, Engine.DMA, dst_rmw_op=None))
     assert ex._held
     garbage = tile(ex, shape=(4, 8), name="garbage")
-    ex.execute(ins(Opcode.TENSOR_COPY, {"out": rect(tile(ex, shape=(4, 8)), slice(None),
-                                                    slice(None))},
-                   {"src": rect(garbage, slice(None), slice(None))}))
+    ex.execute(ins(Opcode.DMA_COPY, {"out": rect(tile(ex, shape=(4, 8)), slice(None),
+                                                 slice(None))},
+                   {"src": rect(garbage, slice(None), slice(None))}, Engine.DMA,
+                   dst_rmw_op=None))
     warned = ex.checks.warnings
     assert len(warned) == 1 and isinstance(warned[0], UninitializedReadWarning)
     assert "reads 8 element(s) of t" in str(warned[0])  # the PSUM tile's 2 x 4, not garbage's
