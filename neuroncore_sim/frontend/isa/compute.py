@@ -23,7 +23,7 @@ from .. import tracer as _tracer
 from ..indexing import IndexExpr, MaskExpr, permuted_mask
 from ..mask_bool import resolve as resolve_mask
 from ..operands import fail as _fail, require_tile as _tile
-from ..operands import engine_arg, issue, op_name, scalar_value, shape_arg
+from ..operands import engine_arg, issue, op_name, require_matmul_dtype, scalar_value, shape_arg
 from ..broadcast import free_broadcast, per_partition, relabel, same_layout
 from .. import rng as _rng
 from .selection import v3_error
@@ -144,9 +144,7 @@ def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = Fal
             raise _fail(ShapeError, f"{what} {role}: expected a 2-D tile [K, F]"
                         f"{'' if role == 'stationary' else ' or [K, F1, F2, ...]'}, found "
                         f"{list(t.shape)}")
-        if not is_float(t.dtype):
-            raise _fail(DTypeError, f"{what} {role}: expected a float dtype, found "
-                        f"{dtype_name(t.dtype)}")
+        require_matmul_dtype(t, f"{what} {role}")
     if st.shape[0] != mv.shape[0]:
         raise _fail(ShapeError, f"{what}: contraction (partition) sizes must match; expected "
                     f"moving K = {st.shape[0]}, found {mv.shape[0]}")

@@ -71,7 +71,7 @@ KERNEL_CASES: list[KernelCase] = [
     _k("matmul_moving_513", lambda: (z(128, 128), z(128, 513)), E.ShapeError, r"moving: free size at most 512, found 513"),
     _k("matmul_contraction", lambda: (z(64, 128), z(32, 16)), E.ShapeError, r"contraction \(partition\) sizes must match"),
     _k("matmul_hbm_operand", lambda: (z(128, 128), z(128, 64)), E.MemorySpaceError, r"expected a tile in sbuf, found hbm"),
-    _k("matmul_int_operands", lambda: (z(128, 128, dtype=np.int32), z(128, 64, dtype=np.int32)), E.DTypeError, r"expected a float dtype, found int32"),
+    _k("matmul_int_operands", lambda: (z(128, 128, dtype=np.int32), z(128, 64, dtype=np.int32)), E.DTypeError, r"expected a TensorE input dtype .*found int32"),
     _k("matmul_stationary_3d", lambda: (z(128, 4, 4), z(128, 64)), E.ShapeError, r"stationary: expected a 2-D tile \[K, F\], found \[128, 4, 4\]"),
     _k("gather_float_index", lambda: (z(16, 4), z(128, 1)), E.DTypeError, r"indirect index tile: expected an integer dtype, found float32"),
     _k("matmul_operator", lambda: (z(128, 128),), E.UnsupportedError, r"no NKI instruction for tiles .*nl.matmul"),
