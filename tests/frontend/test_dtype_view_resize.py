@@ -204,3 +204,32 @@ def _partition_last(a):
 ])
 def test_misuse_is_a_clear_error(kernel, cls, message):
     expect_error(cls, message, kernel, RNG.random((128, 8), dtype=F32))
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.sampled_from([(np.float32, np.uint8), (np.float32, np.float16), (np.int16, np.int32),
+                        (np.uint8, np.float32), (np.int32, np.int8)]),
+       st.integers(1, 4), st.integers(0, 2))
+def test_tile_written_through_a_view_reads_back_through_the_original(pair, units, start):
+    """Bytes written into columns of a tile's dtype view are the tile's bytes (numpy's view of
+    the same buffer), and the rest of the tile keeps what it held."""
+    old, new = (np.dtype(d) for d in pair)
+    per_new = max(1, old.itemsize // new.itemsize)  # new elements per old one
+    per_old = max(1, new.itemsize // old.itemsize)
+    cols = 4 * per_old  # the tile's free size, in old elements
+    lo, n = start * per_new, units * per_new  # the view's columns written, in new elements
+    base = (RNG.random((32, cols)) * 50).astype(old)
+    src = (RNG.random((32, n)) * 50).astype(new)
+    if lo + n > cols * old.itemsize // new.itemsize:
+        return
+
+    def kernel(a, b):
+        t = nl.ndarray((32, cols), dtype=old, buffer=nl.sbuf)
+        t[...] = nl.load(a)
+        t.view(new)[:, lo:lo + n] = nl.load(b)
+        return store(nl.copy(t))
+
+    want = base.copy()
+    want.view(new)[:, lo:lo + n] = src
+    got = np.ascontiguousarray(ncs.trace(kernel, base, src).outputs[0])
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
