@@ -1,7 +1,8 @@
 """Arguments NKI would not take are clear errors, not silently dropped or read by truthiness.
 
-- ``nl`` element-wise functions, reductions, ``nl.copy`` / ``transpose`` / ``matmul`` take the
-  keywords they name plus ``name=`` (a label, as ``nisa`` instructions do); any other keyword is
+- ``nl`` element-wise functions, reductions, ``nl.copy`` / ``transpose`` / ``matmul`` /
+  ``dropout`` / ``gather_flattened`` / ``atomic_rmw`` / ``device_print`` / ``loop_reduce`` take
+  the keywords they name plus ``name=`` (a label, as ``nisa`` instructions do); any other keyword is
   a KernelError listing the accepted ones (frontend/api_keywords.py ``known_keywords``).
 - A flag (a parameter whose default is True or False) takes a bool (or numpy bool); anything
   else is a KernelError, in ``nl`` and ``nisa`` alike.
@@ -87,7 +88,13 @@ def _positional_flag(a):
     nisa.tensor_scalar(x, np.add, 1.0, "no")  # BAD (reverse0, the fourth parameter)
 
 
+def _dropout_keyword(a):
+    nl.dropout(nl.load(a), 0.5, seed=3)  # BAD
+
+
 @pytest.mark.parametrize("kernel,message", [
+    (_dropout_keyword, r"nl\.dropout: unexpected keyword argument 'seed' \(it takes: x, rate, "
+                       r"dtype, mask, name\)"),
     (_unknown_keyword, r"nl\.exp: unexpected keyword argument 'axis' \(it takes: x, dtype, "
                        r"mask, name\)"),
     (_unknown_keyword_binary, r"nl\.multiply: unexpected keyword argument 'scale' \(it takes: "

@@ -48,7 +48,8 @@ from ..isa.dynamic import assign_dynamic, dynamic_view  # noqa: F401
 from . import nlmath as _nlmath  # noqa: E402
 from ..api_keywords import known_keywords as _known_keywords  # noqa: E402
 
-for _n in (*_nlmath.__all__, "copy", "transpose", "matmul"):
+for _n in (*_nlmath.__all__, "copy", "transpose", "matmul", "dropout", "gather_flattened",
+           "atomic_rmw", "device_print", "loop_reduce"):
     _f = globals()[_n]
     if callable(_f) and not isinstance(_f, type):
         globals()[_n] = _known_keywords(_f, f"nl.{_n}")
