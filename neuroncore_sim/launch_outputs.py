@@ -17,7 +17,9 @@ from .errors import KernelError, ReturnValueWarning, UnwrittenOutputWarning
 from .frontend import tracer as _tracer
 from .frontend.tensor import NkiTensor
 from .program.ir import Access, MemSpace
+from .program.layout import tensor_elements
 from .values.execute import Executor
+from .values.memory import reinterpret
 from .values.fast.pipeline import PipelinedExecutor
 
 
@@ -119,7 +121,7 @@ def _surely_unwritten(region: Access, writes: list[Access]) -> int:
     missing (a loop that stops short: ``N // 2048`` blocks of an ``N = 3072`` output); 0
     otherwise. Overlapping writes that leave gaps are not looked for: that would cost a pass
     over every written element of every launch, and a false warning is worse than none."""
-    if sum(a.size for a in writes) >= region.size:
+    if sum(a.nbytes for a in writes) >= region.nbytes:
         return 0
     covered = np.zeros(int(np.prod(region.tensor.shape)), dtype=bool)
     for a in writes:
@@ -128,13 +130,10 @@ def _surely_unwritten(region: Access, writes: list[Access]) -> int:
 
 
 def _flat_indices(a: Access) -> np.ndarray:
-    """Storage indices of the elements of ``a`` (``offset + sum(stride_k * i_k)``)."""
-    index = np.asarray(a.offset, dtype=np.int64)
-    for k, (stride, count) in enumerate(a.pattern):
-        shape = [1] * len(a.pattern)
-        shape[k] = count
-        index = index + stride * np.arange(count, dtype=np.int64).reshape(shape)
-    return index.reshape(-1)
+    """Storage indices, in the tensor's own elements, of the elements ``a`` touches (through a
+    dtype view of another size, every tensor element it overlaps)."""
+    isz = a.tensor.itemsize
+    return tensor_elements(a.offset, a.pattern, isz, a.dtype.itemsize).reshape(-1)
 
 
 def _view_values(view: NkiTensor, whole: np.ndarray) -> np.ndarray:
@@ -147,7 +146,7 @@ def _view_values(view: NkiTensor, whole: np.ndarray) -> np.ndarray:
         return whole
     flat = np.ascontiguousarray(whole).reshape(-1)  # HBM storage is C order
     if acc.view_dtype is not None:
-        flat = flat.view(acc.view_dtype)
+        flat = reinterpret(flat, acc.view_dtype)
     isz = flat.itemsize
     return np.ndarray(acc.shape, flat.dtype, flat, acc.offset * isz,
                       [st * isz for st, _ in acc.pattern]).copy()

@@ -23,6 +23,7 @@ import inspect
 import itertools
 import os
 import threading
+import math
 import traceback
 import warnings
 from contextvars import ContextVar
@@ -115,9 +116,15 @@ def _config(config: Any) -> NeuronCoreConfig:
         raise
 
 
+#: The most SPMD instances one launch may have. The reference sets no limit; every instance is
+#: traced in Python (a few ms each at best), so a grid beyond this would run for hours before
+#: saying anything: refused up front instead (docs/frontend.md).
+MAX_GRID_INSTANCES = 2 ** 20
+
+
 def launch_grid(grid: Any) -> tuple[int, ...]:
     """An SPMD grid as a tuple of positive sizes (``()`` for one instance); a KernelError for
-    anything else."""
+    anything else, or for more than :data:`MAX_GRID_INSTANCES` instances."""
     if grid is None or grid == ():
         return ()
     dims = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
@@ -136,6 +143,10 @@ def launch_grid(grid: Any) -> tuple[int, ...]:
                       "instance along it, as NKI runs such kernels", SimulatorWarning,
                       stacklevel=3)
         out = [max(1, d) for d in out]
+    if math.prod(out) > MAX_GRID_INSTANCES:
+        raise KernelError(f"grid {list(out)}: expected at most {MAX_GRID_INSTANCES:,} SPMD "
+                          f"instances, found {math.prod(out):,} (each instance is traced; "
+                          f"simulate a smaller grid)", caller_loc())
     return tuple(out)
 
 

@@ -14,6 +14,8 @@ import functools
 import inspect
 from typing import Any, Callable
 
+import numpy as np
+
 from ..errors import KernelError
 from . import tracer as _tracer
 
@@ -48,15 +50,48 @@ def _newer_api_hint(sig: inspect.Signature, args: tuple[Any, ...], kwargs: dict[
     return ""
 
 
+def _flags(sig: inspect.Signature) -> tuple[tuple[str, int | None], ...]:
+    """The flag parameters of ``sig`` (default True or False), with their positions when they
+    can be passed positionally."""
+    out = []
+    for i, p in enumerate(sig.parameters.values()):
+        if isinstance(p.default, bool):
+            out.append((p.name, i if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD else None))
+    return tuple(out)
+
+
+def _check_flags(api: str, flags: tuple[tuple[str, int | None], ...], args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> None:
+    """A flag given anything but a bool is an error: Python would take ``keepdims="no"`` or
+    ``transpose_x=x`` by its truth value, silently."""
+    for name, pos in flags:
+        if name in kwargs:
+            value = kwargs[name]
+        elif pos is not None and pos < len(args):
+            value = args[pos]
+        else:
+            continue
+        if not isinstance(value, (bool, np.bool_)):
+            shown = (repr(value) if value is None or isinstance(value, (str, int, float))
+                     else "a value")  # (a tile's repr would print its values)
+            raise _tracer.current().fail(
+                KernelError, f"{api}: {name}= expected True or False, found {shown} "
+                f"({type(value).__name__})")
+
+
 def accepts_name(fn: Callable[..., Any], api: str) -> Callable[..., Any]:
     """``fn`` taking an extra ``name=`` keyword (a label, kept for NKI compatibility) and
-    reporting arguments that do not fit its signature as a KernelError."""
+    reporting arguments that do not fit its signature, and flags that are not bools, as a
+    KernelError."""
+    flags = _flags(inspect.signature(fn))
 
     @functools.wraps(fn)
     def call(*args: Any, name: Any = None, **kwargs: Any) -> Any:
         if name is not None and not isinstance(name, str):
             raise _tracer.current().fail(
                 KernelError, f"{api}: name= expected a string, found {type(name).__name__}")
+        if flags:
+            _check_flags(api, flags, args, kwargs)
         try:
             return fn(*args, **kwargs)
         except TypeError:
@@ -68,6 +103,44 @@ def accepts_name(fn: Callable[..., Any], api: str) -> Callable[..., Any]:
             raise err from None
 
     call.__signature__ = _with_name(inspect.signature(fn))  # type: ignore[attr-defined]
+    return call
+
+
+def known_keywords(fn: Callable[..., Any], api: str) -> Callable[..., Any]:
+    """An ``nl`` function declared with ``**kwargs`` (as NKI declares them) that takes only
+    the keywords it names, plus ``name=``: any other keyword is a KernelError listing the ones
+    it takes (instead of being dropped silently), and so is a flag that is not a bool."""
+    sig = inspect.signature(fn)
+    named = [p.name for p in sig.parameters.values()
+             if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
+    accepted = frozenset(named) | {"name"}
+    flags = _flags(sig)
+    keeps_name = "name" in named
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            for k in kwargs:
+                if k not in accepted:
+                    raise _tracer.current().fail(
+                        KernelError, f"{api}: unexpected keyword argument {k!r} (it takes: "
+                        f"{', '.join(named + ([] if keeps_name else ['name']))})")
+            if not keeps_name and "name" in kwargs:
+                label = kwargs.pop("name")
+                if label is not None and not isinstance(label, str):
+                    raise _tracer.current().fail(
+                        KernelError, f"{api}: name= expected a string, found "
+                        f"{type(label).__name__}")
+        if flags:
+            _check_flags(api, flags, args, kwargs)
+        try:
+            return fn(*args, **kwargs)
+        except TypeError:
+            err = _argument_error(fn, api, args, kwargs)
+            if err is None:
+                raise
+            raise err from None
+
     return call
 
 

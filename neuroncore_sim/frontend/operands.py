@@ -13,7 +13,9 @@ from typing import Any, Callable
 import numpy as np
 
 from ..program import ops
-from ..errors import AccessError, KernelError, MemorySpaceError, ShapeError, UnsupportedError
+from ..dtypes import dtype_name, is_float
+from ..errors import (AccessError, DTypeError, KernelError, MemorySpaceError, ShapeError,
+                      UnsupportedError)
 from ..program.ir import Access, Engine, MemSpace, Opcode
 from . import tracer as _tracer
 from .mask_view import _NO_MASK, mask_box  # noqa: F401  (operands.mask_box: the modules' import)
@@ -253,3 +255,14 @@ def issue_into(what: str, opcode: Opcode, engine: Engine, dst: NkiTensor,
     if reads_dst:
         src_acc["old"] = dst_acc
     tr.record(opcode, engine, dsts, src_acc, attrs, mask=residual)
+
+
+def require_matmul_dtype(t: NkiTensor, what: str) -> None:
+    """Refuse a matmul operand of a dtype TensorE does not take. The nc_matmul reference (2.2x,
+    NeuronCore-v2) and the architecture guide list float8_e4m3, float8_e5m2, bfloat16,
+    float16, tfloat32 and float32 inputs, accumulated in float32; no integer dtype."""
+    if not is_float(t.dtype):
+        raise fail(DTypeError, f"{what}: expected a TensorE input dtype (float8_e4m3, "
+                   f"float8_e5m2, bfloat16, float16, tfloat32 or float32; the result "
+                   f"accumulates in float32 PSUM), found {dtype_name(t.dtype)}; convert "
+                   f"integer data first (nl.copy(t, dtype=nl.bfloat16))")

@@ -66,7 +66,8 @@ class NkiTensor(TensorSurface, TileOperators):
                  frame: Frame | None = None) -> None:
         self.decl = decl
         # The dims base/coefs index: None for the declared tensor's own dims, else the dims of
-        # a reshape (tensor_surface.py): (shape, element strides in storage, storage offset).
+        # a reshape or a dtype view (tensor_surface.py): (shape, element strides in storage,
+        # storage offset, partition dim).
         self.frame = frame
         self.lease = lease  # keeps an on-chip tile's storage while any view of it lives
         self.shape = shape
@@ -137,8 +138,9 @@ class NkiTensor(TensorSurface, TileOperators):
 
     @property
     def pdim(self) -> int:
-        """Which of :attr:`dims` is the partition dim (0 for HBM and for reshaped tiles)."""
-        return self._resolved().partition_axis if self.frame is None else 0
+        """Which of :attr:`dims` is the partition dim (0 for HBM and for reshaped tiles; a
+        dtype view of a tile keeps its own)."""
+        return self._resolved().partition_axis if self.frame is None else self.frame[3]
 
     def _dims_name(self) -> str:
         decl = self._resolved()
@@ -209,7 +211,7 @@ class NkiTensor(TensorSurface, TileOperators):
         decl = self._resolved()
         if decl.space is MemSpace.HBM:
             return None
-        pa = decl.partition_axis if self.frame is None else 0
+        pa = decl.partition_axis if self.frame is None else self.frame[3]
         shape = self.shape
         if not shape:
             return "a tile operand needs a partition dim"
@@ -258,7 +260,7 @@ class NkiTensor(TensorSurface, TileOperators):
         decl = self._resolved()
         if decl.space is MemSpace.HBM:
             return self
-        row = self.coefs[decl.partition_axis if self.frame is None else 0]
+        row = self.coefs[decl.partition_axis if self.frame is None else self.frame[3]]
         axis = next((a for a, (c, n) in enumerate(zip(row, self.shape)) if c and n > 1), None)
         if axis is None:
             if self.shape and (self.shape[0] == 1 or row[0]):

@@ -23,6 +23,7 @@ from ..dtypes import dtype_name
 from ..errors import AccessError, KernelError, ShapeError, UnsupportedError
 from ..program.ir import MemSpace
 from . import tracer as _tracer
+from .dtype_view import resized_view
 from .index_expr import SplitExpr, common
 from .indexing import AttributeAccessError, IndexExpr, _is_int, _unsupported
 
@@ -35,8 +36,10 @@ if TYPE_CHECKING:
 _Tensor: Any = None
 _nl: Any = None
 
-#: (shape, element strides in storage, storage offset) of a reshaped view's dims.
-Frame = tuple[tuple[int, ...], tuple[int, ...], int]
+#: (shape, element strides in storage, storage offset, partition dim) of the dims of a reshaped
+#: view or of a dtype view of another element size (strides and offset then count elements of
+#: the view's dtype, in the storage read as a flat array of it).
+Frame = tuple[tuple[int, ...], tuple[int, ...], int, int]
 
 #: The names of the documented ``nki.tensor`` surface (for the error on any other name).
 DOCUMENTED = ("shape", "dtype", "ndim", "itemsize", "reshape", "view", "astype", "expand_dims",
@@ -167,7 +170,7 @@ class TensorSurface:
                           f"view's axes are not contiguous in memory, so this reshape would "
                           f"need a copy; copy it first (nl.copy, or a DMA into a new tensor)")
         nd = len(new)
-        frame: Frame = (new, tuple(strides), acc.offset)
+        frame: Frame = (new, tuple(strides), acc.offset, 0)
         coefs = tuple(tuple(1 if a == d else 0 for a in range(nd)) for d in range(nd))
         out = _Tensor(view._resolved(), new, self.dtype, (0,) * nd, coefs, self.space,
                         self.lease, inside=True, frame=frame)
@@ -175,17 +178,15 @@ class TensorSurface:
         return out
 
     def view(self: NkiTensor, dtype: Any) -> NkiTensor:
-        """The same bytes read as ``dtype`` (no copy): the tensor itself when the dtype is its
-        own; another dtype must have the same size (``uint8`` data as ``float8_e4m3``)."""
+        """The same bytes read as ``dtype`` (no copy), as numpy's ``ndarray.view``: the tensor
+        itself when the dtype is its own; with a dtype of another element size the last dim
+        scales by old size / new size (frontend/dtype_view.py)."""
         from .. import dtypes as _dt
         dt = _dt.to_dtype(dtype, "view dtype")
         if dtype_name(dt) == dtype_name(self.dtype):
             return self
         if dt.itemsize != np.dtype(self.dtype).itemsize:
-            raise _fail(UnsupportedError, f"view: reinterpreting {dtype_name(self.dtype)} "
-                        f"({np.dtype(self.dtype).itemsize} bytes) as {dtype_name(dt)} "
-                        f"({dt.itemsize} bytes) is not supported yet; expected a dtype of "
-                        f"the same size")
+            return resized_view(self, dt)
         decl = self._resolved()
         return _Tensor(decl, self.shape, dt, self.base, self.coefs, self.space, self.lease,
                          frame=self.frame)
@@ -244,7 +245,8 @@ class TensorSurface:
         cols = iter([a for a, n in enumerate(self.shape) if n != 1])
         where = [None if n == 1 else next(cols) for n in shape]
         coefs = tuple(tuple(0 if a is None else row[a] for a in where) for row in self.coefs)
-        return _Tensor(self.decl, shape, self.dtype, self.base, coefs, self.space, self.lease)
+        return _Tensor(self.decl, shape, self.dtype, self.base, coefs, self.space, self.lease,
+                       frame=self.frame)
 
     def _split_view(t: NkiTensor, key: tuple[Any, ...]) -> NkiTensor:
         """``t[key]`` where some items are :class:`SplitExpr` (one item per axis of ``t``): an index
@@ -307,7 +309,7 @@ class TensorSurface:
         nd = len(user_shape)
         ident = tuple(tuple(1 if a == b else 0 for a in range(nd)) for b in range(nd))
         return _Tensor(t.decl, user_shape, t.dtype, (0,) * nd, ident, t.space, t.lease,
-                         inside=True, frame=(user_shape, tuple(frame_steps), acc.offset))
+                         inside=True, frame=(user_shape, tuple(frame_steps), acc.offset, 0))
 
     def _permuted(self: NkiTensor, order: list[int]) -> NkiTensor:
         """The same elements with the view's axes in ``order`` (an access-pattern reordering,

@@ -28,7 +28,7 @@ from typing import Iterator
 import numpy as np
 
 from ..dtypes import dtype_name
-from .layout import ACTIVE_MEMO, layout, measure, slot_setters
+from .layout import ACTIVE_MEMO, layout, measure, resized_bounds, slot_setters
 # re-exported: part of the IR vocabulary
 from .opcodes import DMA_OPCODES, OPCODE_DOC, Opcode  # noqa: F401
 
@@ -173,8 +173,10 @@ class Access:
     tensor: TensorDecl
     offset: int
     pattern: tuple[tuple[int, int], ...]
-    #: the elements read as another dtype of the same size (``t.view(dtype)``); None: the
-    #: tensor's own
+    #: the elements read as another dtype (``t.view(dtype)``); None: the tensor's own. With a
+    #: dtype of another size, ``offset`` and ``pattern`` count elements of that dtype in the
+    #: tensor's storage read as a flat array of it, while the bounds below stay in the tensor's
+    #: own elements (so accesses through different views of one tensor compare)
     view_dtype: np.dtype | None = None
     row_lo: int = field(init=False)
     row_hi: int = field(init=False)
@@ -186,16 +188,20 @@ class Access:
     def __init__(self, tensor: TensorDecl, offset: int,
                  pattern: tuple[tuple[int, int], ...], view_dtype: np.dtype | None = None
                  ) -> None:
-        key = (tensor.row_size, offset, pattern)
-        memo = ACTIVE_MEMO.get()
-        bounds = None
-        if memo is not None:
-            try:
-                bounds = memo.bounds.get(key)
-            except TypeError:  # lists in the pattern: not hashable, so never remembered
-                memo = None
-        if bounds is None:
-            bounds = measure(*key, memo)
+        if view_dtype is not None and view_dtype.itemsize != tensor.dtype.itemsize:
+            bounds = resized_bounds(tensor.row_size, tensor.dtype.itemsize, view_dtype.itemsize,
+                                    offset, pattern)
+        else:
+            key = (tensor.row_size, offset, pattern)
+            memo = ACTIVE_MEMO.get()
+            bounds = None
+            if memo is not None:
+                try:
+                    bounds = memo.bounds.get(key)
+                except TypeError:  # lists in the pattern: not hashable, so never remembered
+                    memo = None
+            if bounds is None:
+                bounds = measure(*key, memo)
         (set_tensor, set_offset, set_pattern, set_row_lo, set_row_hi, set_col_lo, set_col_hi,
          set_size) = _ACCESS_SETTERS
         set_tensor(self, tensor)
@@ -216,7 +222,7 @@ class Access:
     @property
     def dtype(self) -> np.dtype:
         """The dtype the elements are read and written as (the tensor's, unless viewed as
-        another dtype of the same size)."""
+        another dtype)."""
         return self.tensor.dtype if self.view_dtype is None else self.view_dtype
 
     @property
@@ -227,7 +233,14 @@ class Access:
     @property
     def nbytes(self) -> int:
         """Bytes accessed."""
-        return self.size * self.tensor.dtype.itemsize
+        return self.size * self.dtype.itemsize
+
+    @property
+    def resized(self) -> bool:
+        """True when the access reads its tensor as a dtype of another size (its offset and
+        pattern then count that dtype's elements, not the tensor's)."""
+        v = self.view_dtype
+        return v is not None and v.itemsize != self.tensor.dtype.itemsize
 
     @property
     def partitions(self) -> int:

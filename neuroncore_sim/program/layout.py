@@ -25,6 +25,8 @@ import math
 from contextvars import ContextVar
 from typing import Iterator
 
+import numpy as np
+
 #: Bound of each memo table (cleared when full: it only saves recomputation).
 CACHE_SIZE = 4096
 
@@ -145,3 +147,34 @@ def bounds(row_size: int, offset: int, pattern: tuple[tuple[int, int], ...]) -> 
     if c_lo < 0 or c_hi >= row_size:  # a dim wraps across rows: be conservative
         return (row_lo, row_hi, 0, row_size)
     return (row_lo, row_hi, c_lo, c_hi + 1)
+
+
+def resized_bounds(row_size: int, itemsize: int, view_itemsize: int, offset: int,
+                   pattern: tuple[tuple[int, int], ...]) -> tuple[object, ...]:
+    """:func:`measure` of an access that reads a tensor (``row_size`` elements of ``itemsize``
+    bytes per row) as a dtype of ``view_itemsize`` bytes, ``offset`` and ``pattern`` counting
+    elements of that dtype: the bounds are worked out over the bytes (each element one run of
+    ``view_itemsize`` bytes) and given in the tensor's own elements, widened to whole ones."""
+    size = math.prod(n for _, n in pattern)
+    in_bytes = tuple((s * view_itemsize, n) for s, n in pattern) + ((1, view_itemsize),)
+    row_lo, row_hi, col_lo, col_hi = bounds(row_size * itemsize, offset * view_itemsize,
+                                            in_bytes)
+    if col_hi > col_lo:
+        col_lo, col_hi = col_lo // itemsize, -(-col_hi // itemsize)
+    return (row_lo, row_hi, col_lo, col_hi, size, pattern)
+
+
+def tensor_elements(offset: int, pattern: tuple[tuple[int, int], ...], itemsize: int,
+                    view_itemsize: int) -> np.ndarray:
+    """Flat storage indices, in elements of ``itemsize`` bytes, of every tensor element an
+    access touches that counts elements of ``view_itemsize`` bytes (``offset``, ``pattern``):
+    an int64 array of the access's shape plus a last axis of the tensor elements each of its
+    elements overlaps (one when the view's elements are no larger)."""
+    index = np.asarray(offset, dtype=np.int64)
+    for k, (stride, count) in enumerate(pattern):
+        shape = [1] * len(pattern)
+        shape[k] = count
+        index = index + stride * np.arange(count, dtype=np.int64).reshape(shape)
+    first = (index * view_itemsize) // itemsize
+    per = max(1, view_itemsize // itemsize)
+    return first[..., None] + np.arange(per, dtype=np.int64)

@@ -37,6 +37,7 @@ from ..program import ops
 from ..dtypes import is_float
 from ..errors import ActivationRangeWarning, SimulatorWarning, UninitializedReadWarning
 from ..program.ir import Access, Instruction, MemSpace, Opcode, TensorDecl
+from ..program.layout import tensor_elements
 from .semantics import activation_input, canon
 
 _ACTIVATIONS = (Opcode.ACTIVATION, Opcode.ACTIVATION_REDUCE)
@@ -118,7 +119,7 @@ class ValueChecks:
         if decl not in self._written:
             return
         where = _where(ins, a)
-        if where is None and a.size == decl.size and _no_repeats(a):
+        if where is None and a.nbytes == decl.size * decl.itemsize and _no_repeats(a):
             self._untrack(decl)  # one write covers the whole tensor
             return
         pending = self._pending.setdefault(decl, [])
@@ -137,6 +138,19 @@ class ValueChecks:
         flags = self._written[decl]
         if flags is None:
             flags = self._written[decl] = np.zeros(decl.size, np.bool_)
+        if a.resized:  # a dtype view of another size: mark every tensor element it overlaps
+            index = _resized_index(flags, a)
+            if index is None:
+                return
+            if where is not None:
+                index = index[where]
+            index = np.unique(index)
+            new = index.size - int(np.count_nonzero(flags[index]))
+            flags[index] = True
+            self._left[decl] -= new
+            if self._left[decl] <= 0:
+                self._untrack(decl)
+            return
         sel = _flags_view(flags, a)
         if sel is None:
             return  # out of bounds: the executor reports it
@@ -300,7 +314,8 @@ def _carries(ins: Instruction, garbage: list[tuple[str, Access, np.ndarray]]) ->
     if ins.opcode not in PARTITION_LOCAL or not ins.dsts:
         return False
     for d in ins.dsts.values():
-        if d.tensor.space is MemSpace.HBM or not d.shape:
+        # (an output viewed as another element size has no per-element flags to clear)
+        if d.tensor.space is MemSpace.HBM or not d.shape or d.resized:
             return False
         if any(not a.shape or a.shape[0] not in (1, d.shape[0]) for _, a, _ in garbage):
             return False
@@ -326,9 +341,22 @@ def _no_repeats(a: Access) -> bool:
     return all(s != 0 or n == 1 for s, n in a.pattern)
 
 
+def _resized_index(flags: np.ndarray, a: Access) -> np.ndarray | None:
+    """The tensor elements each element of ``a`` (a dtype view of another size) overlaps,
+    shaped ``a.shape + (k,)``; None if out of bounds."""
+    index = tensor_elements(a.offset, a.pattern, a.tensor.itemsize, a.dtype.itemsize)
+    if index.size and (index.min() < 0 or index.max() >= flags.size):
+        return None
+    return index
+
+
 def _flags_view(flags: np.ndarray, a: Access) -> np.ndarray | None:
-    """The flags of the elements ``a`` selects (a writable strided view), None if out of
-    bounds."""
+    """The flags of the elements ``a`` selects (a writable strided view; a copy, each element
+    written only when all the tensor elements it overlaps are, for a dtype view of another
+    size), None if out of bounds."""
+    if a.resized:
+        index = _resized_index(flags, a)
+        return None if index is None else flags[index].all(axis=-1)
     try:
         return np.ndarray([n for _, n in a.pattern], np.bool_, flags, a.offset,
                           [s for s, _ in a.pattern])

@@ -32,6 +32,17 @@ def storage_dtype(dt: np.dtype) -> np.dtype:
     return np.dtype(np.float32) if dtype_name(dt) == "tfloat32" else np.dtype(dt)
 
 
+def reinterpret(flat: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """The bytes of a flat contiguous storage array read as NKI dtype ``dt`` (``t.view(dt)``),
+    also for a dtype of another size: a trailing part too short for one element of ``dt`` is
+    left out (an access through the view never reaches it; the front end checked that)."""
+    dt = storage_dtype(dt)
+    if dt.itemsize == flat.itemsize:
+        return flat.view(dt)
+    raw = flat.view(np.uint8)
+    return raw[:raw.size - raw.size % dt.itemsize].view(dt)
+
+
 def to_layout(decl: TensorDecl, values: np.ndarray) -> np.ndarray:
     """Flatten values of the declared logical shape into the partition-major storage order."""
     moved = np.moveaxis(values, decl.partition_axis, 0) if values.ndim else values
@@ -221,7 +232,7 @@ class Memory:
                 or (self._lazy and t in self._lazy)):
             st = self.storage(t)  # fills, copies pending loads, or raises the AccessError
         if access.view_dtype is not None:  # t.view(dtype): the same bytes as another dtype
-            st = st.view(storage_dtype(access.view_dtype))
+            st = reinterpret(st, access.view_dtype)
         isz = st.itemsize
         pattern = access.pattern
         try:
@@ -289,7 +300,8 @@ class Memory:
 
 def _whole(a: Access) -> bool:
     """True when ``a`` selects every element of its tensor, each once, in storage order."""
-    return a.offset == 0 and a.size == a.tensor.size and a.contiguous_runs()[0] == 1
+    return (a.offset == 0 and a.nbytes == a.tensor.size * a.tensor.itemsize
+            and a.contiguous_runs()[0] == 1)
 
 
 def _extent(a: Access) -> tuple[int, int]:

@@ -136,7 +136,7 @@ def test_matmul_operands_are_float_2d_tiles():
         nisa.nc_matmul(nl.load(a), nl.load(b))
 
     ints = z(128, 16, dtype=np.int32)
-    expect_error(DTypeError, r"nc_matmul stationary: expected a float dtype, found int32",
+    expect_error(DTypeError, r"nc_matmul stationary: expected a TensorE input dtype .*found int32",
                  bad_dtype, ints, z(128, 16))
     expect_error(ShapeError, r"nc_matmul stationary: expected a 2-D tile \[K, F\], found "
                  r"\[128, 2, 4\]", bad_rank)

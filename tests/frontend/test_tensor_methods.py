@@ -145,7 +145,7 @@ def _unknown_method(a):
 
 
 def _view_other_dtype(a):
-    return a.view(nl.int16)  # BAD
+    return a.view(nl.int16)[:, 0:3].view(nl.float32)  # BAD
 
 
 def _assert_shape(a):
@@ -157,8 +157,8 @@ def _assert_shape(a):
     (_reshape_partition, ShapeError, r"expected the partition dim \(128\) kept"),
     (_reshape_strided, UnsupportedError, "would need a copy"),
     (_unknown_method, UnsupportedError, r"have no attribute 'permute'; expected one of shape"),
-    (_view_other_dtype, UnsupportedError, r"reinterpreting float32 \(4 bytes\) as int16 \(2 "
-                                          r"bytes\) is not supported yet"),
+    (_view_other_dtype, ShapeError, r"view of int16 \[16, 3\] .* as float32 \(4 bytes\): the "
+                                    r"last dim holds 3 x 2 = 6 bytes, expected a multiple of 4"),
     (_assert_shape, ShapeError, r"assert_shape: expected shape \[3, 3\], found \[16, 8\]"),
 ])
 def test_misuse_is_a_clear_error(kernel, cls, message):

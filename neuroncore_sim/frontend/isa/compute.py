@@ -23,8 +23,8 @@ from .. import tracer as _tracer
 from ..indexing import IndexExpr, MaskExpr, permuted_mask
 from ..mask_bool import resolve as resolve_mask
 from ..operands import fail as _fail, require_tile as _tile
-from ..operands import engine_arg, issue, op_name, scalar_value, shape_arg
-from ..broadcast import free_broadcast, per_partition, relabel, same_layout
+from ..operands import engine_arg, issue, op_name, require_matmul_dtype, scalar_value, shape_arg
+from ..broadcast import free_broadcast, per_partition
 from .. import rng as _rng
 from .selection import v3_error
 from ..tensor import NkiTensor
@@ -144,9 +144,7 @@ def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = Fal
             raise _fail(ShapeError, f"{what} {role}: expected a 2-D tile [K, F]"
                         f"{'' if role == 'stationary' else ' or [K, F1, F2, ...]'}, found "
                         f"{list(t.shape)}")
-        if not is_float(t.dtype):
-            raise _fail(DTypeError, f"{what} {role}: expected a float dtype, found "
-                        f"{dtype_name(t.dtype)}")
+        require_matmul_dtype(t, f"{what} {role}")
     if st.shape[0] != mv.shape[0]:
         raise _fail(ShapeError, f"{what}: contraction (partition) sizes must match; expected "
                     f"moving K = {st.shape[0]}, found {mv.shape[0]}")
@@ -298,14 +296,12 @@ def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False, op
 def scalar_tensor_tensor(*, data: Any, op0: Any, operand0: Any, op1: Any, operand1: Any,
                          reverse0: bool = False, reverse1: bool = False, dtype: Any = None,
                          mask: Any = None) -> NkiTensor:
-    """``(data op0 operand0) op1 operand1`` where operand1 is a tile shaped like data."""
+    """``(data op0 operand0) op1 operand1`` where operand1 is a tile shaped like data, or one
+    that broadcasts with it along free axes (the second step is a tensor_tensor, which reads
+    size-1 free axes with stride 0: docs/frontend.md "Broadcasting")."""
     what = "scalar_tensor_tensor"
     d, t1 = _tile(data, f"{what} data"), _tile(operand1, f"{what} operand1")
-    if t1.shape != d.shape:
-        if not same_layout(t1.shape, d.shape):
-            raise _fail(ShapeError, f"{what} operand1: expected shape {list(d.shape)}, found "
-                        f"{list(t1.shape)}")
-        t1 = relabel(t1, d.shape)
+    d, t1 = free_broadcast(d, t1, f"{what} data and operand1")
     if d.space is MemSpace.PSUM and t1.space is MemSpace.PSUM:
         raise _fail(MemorySpaceError, f"{what}: data and operand1 cannot both be in psum")
     srcs: dict[str, NkiTensor] = {"data": d}

@@ -43,6 +43,17 @@ from .assignment import accumulate, assign  # noqa: F401
 from ..indirect import indirect_view  # noqa: F401
 from ..isa.dynamic import assign_dynamic, dynamic_view  # noqa: F401
 
+# NKI declares nl's functions with **kwargs; ours take the keywords they name (and name=) and
+# report any other, and flags that are not bools, at the kernel line (api_keywords.py).
+from . import nlmath as _nlmath  # noqa: E402
+from ..api_keywords import known_keywords as _known_keywords  # noqa: E402
+
+for _n in (*_nlmath.__all__, "copy", "transpose", "matmul", "dropout", "gather_flattened",
+           "atomic_rmw", "device_print", "loop_reduce"):
+    _f = globals()[_n]
+    if callable(_f) and not isinstance(_f, type):
+        globals()[_n] = _known_keywords(_f, f"nl.{_n}")
+
 _UNSUPPORTED_HINT = "(it is part of the NKI surface neuroncore_sim does not implement yet)"
 
 

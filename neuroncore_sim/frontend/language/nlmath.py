@@ -270,13 +270,14 @@ def mean(x: Any, axis: Any = _AXIS, *,
 
 
 def var(x: Any, axis: Any = _AXIS, *,
-        dtype: Any = None, mask: Any = None, **_: Any) -> NkiTensor:
-    """Population variance over free axes: mean of squared deviations."""
+        dtype: Any = None, keepdims: bool = False, mask: Any = None, **_: Any) -> NkiTensor:
+    """Population variance over free axes: mean of squared deviations. The reference's result
+    drops the reduced axes; ``keepdims=True`` (as the other reductions take it) keeps them."""
     _axis_required("var", axis)
     m = mean(x, axis, dtype=float32, keepdims=True, mask=mask)
     d = nisa.tensor_scalar(x, "subtract", m, dtype=float32)
     sq = nisa.tensor_tensor(d, d, "multiply", dtype=float32)
-    return mean(sq, axis, dtype=dtype if dtype is not None else x.dtype, keepdims=True)
+    return mean(sq, axis, dtype=dtype if dtype is not None else x.dtype, keepdims=keepdims)
 
 
 # --- composites ----------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from ...errors import KernelError, ShapeError
 from ...program.ir import MemSpace
 from .. import tracer as _tracer
 from ..isa import compute as nisa  # (the instructions themselves, not the nisa facade)
-from ..operands import operand
+from ..operands import operand, require_matmul_dtype
 from ..tensor import NkiTensor
 
 
@@ -65,6 +65,7 @@ def matmul(x: Any, y: Any, *, transpose_x: bool = False, mask: Any = None,
     as the compiler does for ``nl`` calls (TensorE reads only SBUF; docs/frontend.md)."""
     for t, name in ((x, "x"), (y, "y")):  # before the lowering, in the user's terms
         operand(t, f"nl.matmul {name}", (MemSpace.SBUF, MemSpace.PSUM))
+        require_matmul_dtype(t, f"nl.matmul {name}")
     x = nisa.tensor_copy(x) if x.space is MemSpace.PSUM else x
     y = nisa.tensor_copy(y) if y.space is MemSpace.PSUM else y
     k = x.shape[0] if transpose_x else x.shape[-1]

@@ -219,7 +219,8 @@ class FastExecutor(Executor):
         when the general path must run it now (masked or non-fp32 output, or operand shapes the
         general path should report)."""
         acc = ins.dsts["out"]
-        if ins.mask is not None or acc.dtype != float32 or acc.tensor in self._tf32:
+        if (ins.mask is not None or acc.dtype != float32 or acc.tensor in self._tf32
+                or acc.resized):  # (a view of another element size: chains count elements)
             return False
         s, m = ins.srcs["stationary"], ins.srcs["moving"]
         k = s.partitions

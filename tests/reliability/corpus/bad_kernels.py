@@ -198,7 +198,7 @@ def unknown_dtype():
 
 def view_other_size(a):
     t = nl.load(a)
-    t.view(nl.float16)  # BAD view_other_size
+    t.view(nl.float16)[:, 0:3].view(nl.float32)  # BAD view_other_size
 
 
 def abs_as_reduction(a):
