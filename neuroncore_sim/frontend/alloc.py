@@ -19,36 +19,14 @@ import numpy as np
 from .. import dtypes as _dt
 from ..errors import (CapacityError, KernelError, ShapeError, UnsupportedAttributeError,
                       caller_loc)
-from ..program.ir import Engine, MemSpace, Opcode, Placement
+from ..program.ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
+# the buffers live in buffers.py (tensor views name them too); re-exported for nl
+from .buffers import Buffer, hbm, private_hbm, psum, sbuf, shared_hbm  # noqa: F401
 from .isa.compute import memset
 from .operands import issue_into, scalar_value, shape_arg, start_partition_error
 from .tensor import NkiTensor
 from .transfer import dma_move
-
-
-# --- buffers ------------------------------------------------------------------------------------
-class Buffer:
-    """A memory a tensor can be allocated in (``nl.sbuf``, ``nl.psum``, ``nl.shared_hbm``...)."""
-
-    def __init__(self, name: str, space: MemSpace, kind: str) -> None:
-        self.name, self.space, self.kind = name, space, kind
-
-    def __repr__(self) -> str:
-        return f"nl.{self.name}"
-
-    def place(self, tr: _tracer.Tracer, dims: tuple[int, ...], pa: int,
-              itemsize: int) -> Placement | None:
-        """Where each logical tile of a (B..., P, F...) tensor goes: None, the compiler places
-        it (``ncc``'s direct-allocation buffers override this)."""
-        return None
-
-
-sbuf = Buffer("sbuf", MemSpace.SBUF, "tile")
-psum = Buffer("psum", MemSpace.PSUM, "tile")
-hbm = Buffer("hbm", MemSpace.HBM, "hbm")
-private_hbm = Buffer("private_hbm", MemSpace.HBM, "hbm")
-shared_hbm = Buffer("shared_hbm", MemSpace.HBM, "output")
 
 
 class par_dim(int):  # noqa: N801

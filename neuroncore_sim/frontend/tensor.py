@@ -21,6 +21,7 @@ from ..dtypes import dtype_name
 from ..errors import AccessError, SimulatorError, UnsupportedError
 from ..program.ir import Access, MemSpace, TensorDecl
 from . import tracer as _tracer
+from .buffers import Buffer, buffer_of
 from .affine_index import affine_view
 from .basic_index import VIEW_CACHE_SIZE, basic_index, view_key, whole_index
 from .indexing import DynamicIndex, IndexExpr, MaskExpr, _is_int, trailing_unit_indices
@@ -149,9 +150,11 @@ class NkiTensor(TensorSurface, TileOperators):
         return f"{decl.name} reshaped to {list(self.frame[0])}"
 
     @property
-    def buffer(self) -> MemSpace:
-        """The memory the tensor lives in (hbm, sbuf or psum)."""
-        return self.space
+    def buffer(self) -> Buffer:
+        """The memory the tensor lives in: ``nl.sbuf``, ``nl.psum``, ``nl.shared_hbm`` (a kernel
+        output) or ``nl.hbm`` (kernel inputs and other HBM tensors), so ``t.buffer is nl.psum``
+        works as in NKI; it also compares equal to its MemSpace."""
+        return buffer_of(self.space, self._resolved().kind)
 
     @property
     def tensor(self) -> TensorDecl:

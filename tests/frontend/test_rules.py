@@ -186,7 +186,7 @@ def test_tensor_engine_transpose_reads_sbuf():
 
     def good(a):
         r = nisa.nc_transpose(nl.load(a), engine=nisa.tensor_engine)
-        assert r.buffer is nl.psum.space and r.shape == (64, 128)
+        assert r.buffer is nl.psum and r.shape == (64, 128)
 
     expect_error(MemorySpaceError, r"nc_transpose on TensorE: expected data in sbuf, found psum",
                  bad)
