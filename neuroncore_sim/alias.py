@@ -56,6 +56,10 @@ def install_neuronxcc_alias() -> None:
             sys.modules[f"{prefix}.{path}"] = module
             parent, _, leaf = path.rpartition(".")
             setattr(paths[parent] if parent else nki, leaf, module)
+    # (the compiler's internals, ``compiler.backends...``, import as unavailable modules: the
+    # facade must be a package for the import system to look for them)
+    if not hasattr(compiler, "__path__"):
+        compiler.__path__ = []  # type: ignore[attr-defined]
     sdk_paths.install_finder(tuple(roots))
     _add_log_level_off()
 

@@ -119,8 +119,11 @@ def modules(language: types.ModuleType, isa: types.ModuleType) -> dict[str, type
     }
 
 
-#: Submodule prefixes (under the alias roots) whose every module is unavailable, and why.
-_UNAVAILABLE_TREES = {"nccl": _NCCL, "_private": _PRIVATE, "_private_kernels": _PRIVATE}
+#: Submodule prefixes (under the alias roots) whose every module is unavailable, and why
+#: (``compiler.backends``: the compiler's internals, ``local_tile``, ``TileIndex``, which AWS's
+#: reference kernels' helpers import).
+_UNAVAILABLE_TREES = {"nccl": _NCCL, "_private": _PRIVATE, "_private_kernels": _PRIVATE,
+                      "compiler.backends": _PRIVATE}
 
 
 class UnavailableFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -133,8 +136,10 @@ class UnavailableFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def _why(self, fullname: str) -> str | None:
         for root in self.roots:
             if fullname.startswith(root + "."):
-                head = fullname[len(root) + 1:].split(".")[0]
-                return _UNAVAILABLE_TREES.get(head)
+                rest = fullname[len(root) + 1:]
+                for tree, why in _UNAVAILABLE_TREES.items():
+                    if rest == tree or rest.startswith(tree + "."):
+                        return why
         return None
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
