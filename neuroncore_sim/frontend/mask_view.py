@@ -4,11 +4,15 @@ tile subscripted with a mask expression.
 Kernels written inside AWS pass an operand as ``t[mask]`` (``nc_matmul(w, t[...][(i < n) &
 (j < m)])``, ``square[mask] if mask else square``): the operand restricted to the elements the
 mask keeps. The public reference documents masks only as the ``mask=`` of an instruction, which
-shrinks the instruction to the active box; an operand cannot carry one here. So ``t[mask]`` is
-evaluated over ``t``'s shape (axes in order, as ``mask=`` over an instruction's shape): a mask
-that keeps every element (tile bounds that divide evenly) is ``t`` itself; one that drops
-elements is an ``UnsupportedError`` asking for ``mask=`` on the instruction, rather than a
-result the kernel did not mean.
+shrinks the instruction to the active box. So ``t[mask]`` is evaluated over ``t``'s shape (axes
+in order, as ``mask=`` over an instruction's shape): a mask that keeps every element (tile
+bounds that divide evenly) is ``t`` itself; one that keeps a rectangle gives a view of ``t``
+that *carries* that box (:func:`carried_box`): the instruction taking it restricts itself to
+it, as if the mask were its own ``mask=`` (an element-wise instruction over the operand's
+shape; ``nc_matmul``, whose operands' contraction axis shrinks the contraction and whose free
+axes map to the result's axes). A mask that is not a rectangle, or a carried box the taking
+instruction cannot map onto its own axes, is an ``UnsupportedError`` asking for ``mask=`` on
+the instruction, rather than a result the kernel did not mean.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import numpy as np
 from ..errors import KernelError, UnsupportedError
 from ..program.ir import Affine, Predicate
 from . import tracer as _tracer
-from .indexing import MaskExpr
+from .indexing import MaskExpr, arange
 from .mask_bool import resolve
 
 
@@ -74,14 +78,60 @@ def mask_box(mask: Any, shape: tuple[int, ...]
 
 
 def mask_view(tile: Any, mask: MaskExpr) -> Any:
-    """``tile[mask]``: ``tile`` when ``mask`` keeps all of it, else an error at the line."""
+    """``tile[mask]``: ``tile`` when ``mask`` keeps all of it, a view carrying the box it keeps
+    when that is a rectangle, else an error at the line."""
     box, residual, empty = mask_box(mask, tile.shape)
     full = box is None or all(lo == 0 and hi == n for (lo, hi), n in zip(box, tile.shape))
     if full and residual is None and not empty:
         return tile
+    if residual is None and not empty:
+        view = tile.shrink(tuple((0, n) for n in tile.shape))  # a fresh view of all of it
+        _carried(_tracer.current("tile[mask]"))[id(view)] = (view, box)
+        return view
+    raise _refused(tile.shape, box, residual, empty)
+
+
+def _refused(shape: tuple[int, ...], box: Any, residual: Any, empty: bool) -> UnsupportedError:
     kept = "nothing" if empty else (f"the box {[list(b) for b in box]}" if box is not None
                                     else "part")
-    raise _tracer.current("tile[mask]").fail(
+    return _tracer.current("tile[mask]").fail(
         UnsupportedError, f"tile[mask]: a mask carried by an operand must keep the whole tile "
-        f"{list(tile.shape)} (pass mask= to the instruction to restrict it); found a mask "
-        f"keeping {kept}{' with a non-rectangular predicate' if residual is not None else ''}")
+        f"{list(shape)} or a rectangle the instruction maps onto its own axes (pass mask= to "
+        f"the instruction to restrict it); found a mask keeping "
+        f"{kept}{' with a non-rectangular predicate' if residual is not None else ''}")
+
+
+def _carried(tr: Any) -> dict[int, tuple[Any, tuple[tuple[int, int], ...]]]:
+    """The views made by ``tile[mask]`` in this launch and the box each carries (id -> (view,
+    box); the view is kept so its id is not reused)."""
+    return tr.lang_state.setdefault("carried_masks", {})  # type: ignore[return-value]
+
+
+def carried_box(tr: Any, view: Any) -> tuple[tuple[int, int], ...] | None:
+    """The box ``view`` carries from a ``tile[mask]`` (taken: an instruction consumes it)."""
+    table = tr.lang_state.get("carried_masks")
+    if not table:
+        return None
+    entry = table.pop(id(view), None)
+    return None if entry is None or entry[0] is not view else entry[1]
+
+
+def refuse_carried(view: Any, box: tuple[tuple[int, int], ...], what: str) -> UnsupportedError:
+    """The error for a carried box an instruction cannot map onto its axes."""
+    return _tracer.current(what).fail(
+        UnsupportedError, f"{what}: an operand restricted by tile[mask] to the box "
+        f"{[list(b) for b in box]} of its {list(view.shape)}; expected the instruction's own "
+        f"shape (an element-wise operand) or an nc_matmul operand; pass mask= to the "
+        f"instruction instead")
+
+
+def box_mask(box: tuple[tuple[int, int], ...], shape: tuple[int, ...]) -> MaskExpr | bool:
+    """A mask over ``shape`` keeping exactly ``box`` (True when it keeps everything)."""
+    out: MaskExpr | bool = True
+    for a, ((lo, hi), n) in enumerate(zip(box, shape)):
+        if lo <= 0 and hi >= n:
+            continue
+        idx = arange(n)[tuple(slice(None) if b == a else None for b in range(len(shape)))]
+        cond = (idx >= lo) & (idx < hi)
+        out = cond if out is True else out & cond
+    return out

@@ -18,7 +18,8 @@ from ..errors import (AccessError, DTypeError, KernelError, MemorySpaceError, Sh
                       UnsupportedError)
 from ..program.ir import Access, Engine, MemSpace, Opcode
 from . import tracer as _tracer
-from .mask_view import _NO_MASK, mask_box  # noqa: F401  (operands.mask_box: the modules' import)
+from .mask_view import (_NO_MASK, box_mask, carried_box, mask_box,  # noqa: F401
+                        refuse_carried)  # (operands.mask_box: the modules' import)
 from .tensor import NkiTensor
 
 ON_CHIP = (MemSpace.SBUF, MemSpace.PSUM)
@@ -120,6 +121,10 @@ def checked_access(tr: _tracer.Tracer, t: Any, what: str, role: str,
         raise tr.fail(MemorySpaceError,
                       f"{_label(what, role)}: expected a tensor in {names}, found {t.space.value}")
     if not t._checked:  # once per view: views never change
+        carried = tr.lang_state.get("carried_masks")
+        if carried and id(t) in carried and carried[id(t)][0] is t:
+            # a tile[mask] view reached an instruction that did not take its box (mask_view.py)
+            raise refuse_carried(t, carried[id(t)][1], _label(what, role))
         problem = None if t._inside else t.out_of_bounds()
         if problem:
             raise tr.fail(AccessError, f"{_label(what, role)}: out of bounds: {problem}")
@@ -153,21 +158,26 @@ def issue(what: str, opcode: Opcode, engine: Engine, out_shape: tuple[int, ...],
           extra_dsts: dict[str, NkiTensor] | None = None,
           spaces: tuple[MemSpace, ...] = ON_CHIP,
           mask_shape: tuple[int, ...] | None = None,
-          out_axes: tuple[int | None, ...] | None = None) -> NkiTensor:
+          out_axes: tuple[int | None, ...] | None = None,
+          src_axes: dict[str, tuple[int | None, ...]] | None = None) -> NkiTensor:
     """Issue a compute instruction whose main output is a new (pending) tile.
 
     The mask ranges over the output's axes, or, for instructions whose input is shaped
     otherwise (reductions), over ``mask_shape`` (the input's shape, as the NKI docs define
     masks): the sources are shrunk to its box and output axis ``k`` to the box of input axis
-    ``out_axes[k]`` (None: not masked, e.g. a reduced or statistics axis).
+    ``out_axes[k]`` (None: not masked, e.g. a reduced or statistics axis). ``src_axes`` maps
+    the axes of the named sources onto the mask's (``nc_matmul``: the stationary's free axis
+    is the result's partition axis, its contraction axis is not masked). A source restricted
+    by ``tile[mask]`` over the mask's shape adds its box to the mask (mask_view.py).
     """
     tr = _tracer.current(what)
     loc = tr.user_loc()
+    full = tuple(map(int, out_shape)) if mask_shape is None else tuple(mask_shape)
+    mask = with_carried(tr, srcs, full, mask, what, src_axes or {})
     out_shape = tuple(map(int, out_shape))
     if out_shape and not 1 <= out_shape[0] <= tr.config.num_partitions:
         raise tr.fail(ShapeError, f"{what}: the result's partition dim (dim 0) must be 1.."
                       f"{tr.config.num_partitions}; found shape {list(out_shape)}")
-    full = out_shape if mask_shape is None else tuple(mask_shape)
     box, residual, empty = mask_box(mask, full) if mask is not None else _NO_MASK
     if empty:
         # The compiler drops a fully masked instruction; the result tile is left unwritten,
@@ -181,8 +191,12 @@ def issue(what: str, opcode: Opcode, engine: Engine, out_shape: tuple[int, ...],
                       f"expected bounds per axis (i < n, i >= m, combined with &)")
     src_acc = {}
     for k, v in srcs.items():
-        src_acc[k] = checked_access(tr, v if box is None else v.shrink(box, full), what, k,
-                                    spaces, engine)
+        if box is not None and src_axes is not None and k in src_axes:
+            v = v.shrink(tuple(box[a] if a is not None else (0, n)
+                               for a, n in zip(src_axes[k], v.shape)))
+        elif box is not None:
+            v = v.shrink(box, full)
+        src_acc[k] = checked_access(tr, v, what, k, spaces, engine)
     if mask_shape is not None and box is not None:
         axes = out_axes if out_axes is not None else (0,) + (None,) * (len(out_shape) - 1)
         box = tuple(box[ia] if ia is not None else (0, n) for ia, n in zip(axes, out_shape))
@@ -242,6 +256,7 @@ def issue_into(what: str, opcode: Opcode, engine: Engine, dst: NkiTensor,
     if engine is Engine.GPSIMD and isinstance(dst, NkiTensor) and dst.space is MemSpace.PSUM:
         raise tr.fail(MemorySpaceError, f"{what} dst: GpSimd cannot access PSUM; expected an "
                       f"SBUF destination, found psum")
+    mask = with_carried(tr, srcs, tuple(dst.shape), mask, what, {})
     box, residual, empty = mask_box(mask, dst.shape)
     if empty:
         return
@@ -255,6 +270,22 @@ def issue_into(what: str, opcode: Opcode, engine: Engine, dst: NkiTensor,
     if reads_dst:
         src_acc["old"] = dst_acc
     tr.record(opcode, engine, dsts, src_acc, attrs, mask=residual)
+
+
+def with_carried(tr: _tracer.Tracer, srcs: dict[str, NkiTensor], full: tuple[int, ...],
+                 mask: Any, what: str, mapped: dict[str, Any]) -> Any:
+    """``mask`` and the boxes the sources carry from ``tile[mask]`` (mask_view.py): a source
+    of the instruction's mask shape ``full`` restricts the instruction to its box; any other
+    (or one whose axes ``mapped`` maps differently) is an UnsupportedError."""
+    for k, v in srcs.items():
+        carried = carried_box(tr, v) if isinstance(v, NkiTensor) else None
+        if carried is None:
+            continue
+        if tuple(v.shape) != full or k in mapped:
+            raise refuse_carried(v, carried, what)
+        extra = box_mask(carried, full)
+        mask = extra if mask is None or mask is True else (mask & extra)
+    return mask
 
 
 def require_matmul_dtype(t: NkiTensor, what: str) -> None:

@@ -22,6 +22,7 @@ from ...program.ir import Engine, MemSpace, Opcode
 from .. import tracer as _tracer
 from ..indexing import IndexExpr, MaskExpr, permuted_mask
 from ..mask_bool import resolve as resolve_mask
+from ..mask_view import box_mask, carried_box
 from ..operands import fail as _fail, require_tile as _tile
 from ..operands import engine_arg, issue, op_name, require_matmul_dtype, scalar_value, shape_arg
 from ..broadcast import free_broadcast, per_partition
@@ -128,7 +129,10 @@ def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = Fal
     if perf_mode is not None and getattr(perf_mode, "name", perf_mode) not in (None, "none"):
         raise v3_error(f"nc_matmul perf_mode={getattr(perf_mode, 'name', perf_mode)}")
     st, mv = _tile(stationary, "nc_matmul stationary"), _tile(moving, "nc_matmul moving")
-    cfg = _tracer.current(what).config
+    tr = _tracer.current(what)
+    cfg = tr.config
+    # operands restricted by tile[mask] (mask_view.py): boxes over their [K, F...] axes
+    boxes = (carried_box(tr, st), carried_box(tr, mv))
     # TensorE reads SBUF only; an operand in PSUM (an nc_transpose result, as AWS's flash
     # attention backward passes) is copied to SBUF on VectorE first, as the compiler does
     # (docs/frontend.md "PSUM accumulation groups")
@@ -159,8 +163,37 @@ def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = Fal
              "is_moving_onezero": bool(is_moving_onezero), "is_transpose": bool(is_transpose)}
     if tile_position or tile_size:
         attrs["tile_position"], attrs["tile_size"] = tuple(tile_position), tuple(tile_size)
-    return issue(what, Opcode.NC_MATMUL, Engine.TENSOR, (st.shape[1], *mv.shape[1:]), float32,
-                 {"stationary": st, "moving": mv}, attrs, mask=mask, out_space=MemSpace.PSUM)
+    out_shape = (st.shape[1], *mv.shape[1:])
+    if boxes != (None, None):
+        st, mv, mask = _carried_matmul_boxes(st, mv, boxes, out_shape, mask)
+    # a mask ranges over the result [M, N...]: the stationary's free axis is its partition
+    # axis, the moving's free axes its free axes; the contraction axis is never masked
+    return issue(what, Opcode.NC_MATMUL, Engine.TENSOR, out_shape, float32,
+                 {"stationary": st, "moving": mv}, attrs, mask=mask, out_space=MemSpace.PSUM,
+                 src_axes={"stationary": (None, 0),
+                           "moving": (None, *range(1, len(mv.shape)))})
+
+
+def _carried_matmul_boxes(st: NkiTensor, mv: NkiTensor, boxes: tuple[Any, Any],
+                          out_shape: tuple[int, ...], mask: Any) -> tuple[Any, Any, Any]:
+    """nc_matmul operands restricted by ``tile[mask]``: their contraction boxes shrink the
+    contraction (rows outside take no part in the sum), their free boxes restrict the result
+    as a mask would (the stationary's to result rows, the moving's to result columns)."""
+    k = st.shape[0]
+    lo = max(b[0][0] for b in boxes if b is not None)
+    hi = min(b[0][1] for b in boxes if b is not None)
+    if lo >= hi:
+        raise _fail(UnsupportedError, "nc_matmul: the tile[mask] boxes of the operands leave no "
+                    "contraction row; expected overlapping partition ranges")
+    if (lo, hi) != (0, k):
+        st, mv = st.shrink(((lo, hi),)), mv.shrink(((lo, hi),))
+    st_box, mv_box = boxes
+    out_box = ((st_box[1] if st_box is not None else (0, out_shape[0])),
+               *(mv_box[1:] if mv_box is not None else ((0, n) for n in out_shape[1:])))
+    extra = box_mask(out_box, out_shape)
+    if extra is not True:
+        mask = extra if mask is None or mask is True else (mask & extra)
+    return st, mv, mask
 
 
 def nc_transpose(data: Any, *, mask: Any = None, dtype: Any = None,

@@ -254,10 +254,10 @@ def mask_not(a):
     nl.exp(nl.load(a), mask=not (i < 2))  # BAD mask_not
 
 
-def tile_subscript_drops_elements(a):
+def tile_subscript_not_a_rectangle(a):
     t = nl.load(a)
     ip, i = nl.mgrid[0:128, 0:4]
-    nl.exp(t[ip, i][i < 2])  # BAD tile_subscript_drops_elements
+    nl.exp(t[ip, i][i < ip])  # BAD tile_subscript_not_a_rectangle
 
 
 # --- tensor methods -----------------------------------------------------------------------------
