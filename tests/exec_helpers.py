@@ -9,7 +9,8 @@ import numpy as np
 
 from neuroncore_sim import dtypes as D
 from neuroncore_sim.values.execute import Executor
-from neuroncore_sim.program.ir import Access, Engine, Instruction, MemSpace, SourceLoc, TensorDecl
+from neuroncore_sim.program.ir import (Access, Engine, Instruction, MemSpace, Opcode, SourceLoc,
+                                       TensorDecl)
 
 _ids = itertools.count()
 F32 = np.float32
@@ -46,3 +47,25 @@ def tile(ex: Executor, values=None, shape=None, dtype=D.float32, **kw) -> Tensor
     t = decl(shape, dtype, **kw)
     ex.declare(t, values)
     return t
+
+
+U32 = 2.0 ** -24  # unit roundoff of float32
+
+
+def gamma(k: int) -> float:
+    """gamma_k of floating-point error analysis, for float32."""
+    return k * U32 / (1 - k * U32)
+
+
+def chain_lengths(program) -> int:
+    """The largest number of products summed into one PSUM element by an nc_matmul chain (0 when
+    the program has no matmul)."""
+    longest, running = 0, {}
+    for i in program.instructions:
+        if i.opcode is not Opcode.NC_MATMUL:
+            continue
+        key = (i.dsts["out"].tensor, repr(i.dsts["out"]))
+        k = i.srcs["stationary"].partitions
+        running[key] = running.get(key, 0) + k if i.attrs.get("accumulate") else k
+        longest = max(longest, running[key])
+    return longest

@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import neuroncore_sim as ncs
-from exec_helpers import F32, ins, rect, tile
+from exec_helpers import F32, U32, chain_lengths, gamma, ins, rect, tile
 from neuroncore_sim.config import TRN1
 from neuroncore_sim.errors import ConfigError
 from neuroncore_sim.program.ir import Engine, MemSpace, Opcode
@@ -30,7 +30,6 @@ from neuroncore_sim.values.execute import Executor
 from neuroncore_sim.values.fast.executor import FastExecutor
 
 KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernels"
-U32 = 2.0 ** -24  # unit roundoff of float32
 
 
 def _sample_kernels() -> list[tuple[str, str]]:
@@ -44,25 +43,6 @@ def _sample_kernels() -> list[tuple[str, str]]:
         names = list(getattr(module, "KERNELS", {}) or {}) or ["kernel"]
         found += [(path.name, name) for name in names]
     return found
-
-
-def gamma(k: int) -> float:
-    """gamma_k of floating-point error analysis, for float32."""
-    return k * U32 / (1 - k * U32)
-
-
-def chain_lengths(program) -> int:
-    """The largest number of products summed into one PSUM element by an nc_matmul chain (0 when
-    the program has no matmul)."""
-    longest, running = 0, {}
-    for i in program.instructions:
-        if i.opcode is not Opcode.NC_MATMUL:
-            continue
-        key = (i.dsts["out"].tensor, repr(i.dsts["out"]))
-        k = i.srcs["stationary"].partitions
-        running[key] = running.get(key, 0) + k if i.attrs.get("accumulate") else k
-        longest = max(longest, running[key])
-    return longest
 
 
 def _run(path: Path, name: str, functional, absolute: bool = False):
