@@ -69,3 +69,11 @@ def chain_lengths(program) -> int:
         running[key] = running.get(key, 0) + k if i.attrs.get("accumulate") else k
         longest = max(longest, running[key])
     return longest
+
+
+def products_per_element(program, out_elements: int) -> int:
+    """The products summed into each element of an output of ``out_elements`` elements by all
+    the program's nc_matmuls (its contraction length, over every chain)."""
+    total = sum(i.srcs["stationary"].partitions * i.dsts["out"].size
+                for i in program.instructions if i.opcode is Opcode.NC_MATMUL)
+    return total // max(1, out_elements)

@@ -46,6 +46,7 @@ CASES = [
     ("matmul_ladder", "hoisted"),
     ("matmul_ladder", "blocked_free"),
     ("matmul_ladder", "blocked_all"),
+    ("matmul_strip", "kernel"),
     ("dma_rows", "row_per_partition"),
     ("dma_rows", "rows_grouped"),
     ("mamba", "mamba_v1"),
