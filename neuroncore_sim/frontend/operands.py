@@ -277,6 +277,8 @@ def with_carried(tr: _tracer.Tracer, srcs: dict[str, NkiTensor], full: tuple[int
     """``mask`` and the boxes the sources carry from ``tile[mask]`` (mask_view.py): a source
     of the instruction's mask shape ``full`` restricts the instruction to its box; any other
     (or one whose axes ``mapped`` maps differently) is an UnsupportedError."""
+    if not tr.lang_state.get("carried_masks"):  # the common case: no tile[mask] view pending
+        return mask
     for k, v in srcs.items():
         carried = carried_box(tr, v) if isinstance(v, NkiTensor) else None
         if carried is None:
