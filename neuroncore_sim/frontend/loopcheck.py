@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import LoopDependencyWarning
-from ..program.ir import Access, Instruction, Opcode, Program
+from ..program.ir import Access, Instruction, MemSpace, Opcode, Program
 
 #: tensor_tensor operators that make an accumulation (associative reductions).
 ASSOCIATIVE = frozenset({"add", "multiply", "maximum", "minimum", "bitwise_and", "bitwise_or",
@@ -49,6 +49,7 @@ ASSOCIATIVE = frozenset({"add", "multiply", "maximum", "minimum", "bitwise_and",
 #: Tensors with more rows than this keep their writes in blocks of _BUCKET_ROWS rows.
 _BUCKET_ABOVE_ROWS = 512
 _BUCKET_ROWS = 128
+_HBM_ROW_BUCKETS = 32
 #: Column buckets: a block tensor's block width, else this many elements, widened so that a
 #: row has at most _MAX_COL_BUCKETS of them.
 _BUCKET_COLS = 512
@@ -143,8 +144,15 @@ def _is_reduction(writer: Instruction, reader: Instruction) -> bool:
 
 
 def _bucket_size(a: Access) -> int:
+    """Rows per row bucket: an HBM tensor of few rows (its leading dim, a [32, 128, N] output
+    written one leading index per store) has up to _HBM_ROW_BUCKETS of them, so the stores to
+    one index do not meet the rectangles of all the others (their boxes span the columns)."""
     rows = a.tensor.rows
-    return _BUCKET_ROWS if rows > _BUCKET_ABOVE_ROWS else rows if rows > 1 else 1
+    if rows > _BUCKET_ABOVE_ROWS:
+        return _BUCKET_ROWS
+    if a.tensor.space is MemSpace.HBM:
+        return -(-rows // _HBM_ROW_BUCKETS)
+    return rows if rows > 1 else 1
 
 
 def _col_size(a: Access) -> int:

@@ -313,7 +313,15 @@ _PHYSICAL = {MemSpace.SBUF: -1, MemSpace.PSUM: -2}
 #: Byte addresses of a partition the column buckets of the physical memories are cut from.
 _PHYSICAL_BYTES = 192 * 1024
 
-#: (tensor id, rows, columns, block width or 0, row_lo, row_hi, col_lo, col_hi)
+#: HBM tensors of at most _BUCKET_ABOVE_ROWS rows (their leading dim: a [32, 128, N] output)
+#: have a row bucket per few rows, at most this many buckets: such a tensor is written tile by
+#: tile, one leading index per DMA, and with its rows in one bucket every store would scan the
+#: live stores of all the others (their bounding boxes span the columns: quadratic in stores).
+_HBM_ROW_BUCKETS = 32
+
+#: (tensor id, rows, columns, block width or 0, row_lo, row_hi, col_lo, col_hi); ``rows``
+#: chooses the row buckets: above _BUCKET_ABOVE_ROWS, _BUCKET_ROWS rows per bucket, else
+#: ``rows`` rows per bucket
 Region = tuple[int, int, int, int, int, int, int, int]
 
 
@@ -324,7 +332,10 @@ def regions(a: Access) -> list[Region]:
     t = a.tensor
     pl = t.placement
     if pl is None:
-        return [(t.id, t.rows, t.row_size, block_elems(t), a.row_lo, a.row_hi, a.col_lo,
+        rows = t.rows
+        if t.space is MemSpace.HBM and rows <= _BUCKET_ABOVE_ROWS:
+            rows = -(-rows // _HBM_ROW_BUCKETS)  # (rows per bucket)
+        return [(t.id, rows, t.row_size, block_elems(t), a.row_lo, a.row_hi, a.col_lo,
                  a.col_hi)]
     per_tile = t.row_size // len(pl.tiles)  # elements of one logical tile per partition
     isz = t.itemsize
