@@ -26,10 +26,11 @@ writes; a write with an exact rectangular footprint removes what it covers from 
 candidate hit is confirmed element by element before it is reported, so strided accesses do not
 give false reports. One report per reading kernel line.
 
-The rectangles of a bucket of rows are also indexed by column bucket (a block tensor's block,
-or _BUCKET_COLS elements), in the same order, so a read within one column bucket and a write
-that replaces nothing look only at the rectangles there: a kernel reading one block of a
-64-block tile at every matmul does not scan the other 63 each time (issue 16).
+The rectangles of a bucket of rows are kept by column bucket (a block tensor's block, or
+_BUCKET_COLS elements), each with its place in the order they were recorded, so a read or a
+write looks only at the rectangles of the column buckets it spans, and a write updates only
+the rectangles it changes: the cost stays linear in the accesses with thousands of blocks
+(issue 16).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import LoopDependencyWarning
-from ..program.ir import Access, Instruction, Opcode, Program
+from ..program.ir import Access, Instruction, MemSpace, Opcode, Program
 
 #: tensor_tensor operators that make an accumulation (associative reductions).
 ASSOCIATIVE = frozenset({"add", "multiply", "maximum", "minimum", "bitwise_and", "bitwise_or",
@@ -48,6 +49,7 @@ ASSOCIATIVE = frozenset({"add", "multiply", "maximum", "minimum", "bitwise_and",
 #: Tensors with more rows than this keep their writes in blocks of _BUCKET_ROWS rows.
 _BUCKET_ABOVE_ROWS = 512
 _BUCKET_ROWS = 128
+_HBM_ROW_BUCKETS = 32
 #: Column buckets: a block tensor's block width, else this many elements, widened so that a
 #: row has at most _MAX_COL_BUCKETS of them.
 _BUCKET_COLS = 512
@@ -64,15 +66,19 @@ class _Write:
     c_hi: int
     access: Access
     ins: Instruction
+    #: its place in the recorded order of its bucket of rows (a part of a rectangle cut by a
+    #: later write takes the rectangle's place: its order and the index of the part)
+    seq: tuple[int, ...] = ()
 
 
 def loop_carried_reads(program: Program) -> list[LoopDependencyWarning]:
     """Warnings for reads of what an earlier iteration of the same affine loop wrote."""
     found: list[LoopDependencyWarning] = []
     reported: set[object] = set()
-    live: dict[tuple[int, int], list[_Write]] = {}
-    #: (tensor id, row bucket) -> column bucket -> the rectangles of live[...] that meet it,
-    #: in live[...]'s order
+    #: (tensor id, row bucket) -> rectangles recorded there so far (their order, _Write.seq)
+    live: dict[tuple[int, int], int] = {}
+    #: (tensor id, row bucket) -> column bucket -> the live rectangles that meet it, in
+    #: recorded order
     cols: dict[tuple[int, int], dict[int, list[_Write]]] = {}
     outermost = None
     exact: dict[int, bool] = {}  # id(access) -> _exact(access): accesses repeat (accumulators)
@@ -138,19 +144,26 @@ def _is_reduction(writer: Instruction, reader: Instruction) -> bool:
 
 
 def _bucket_size(a: Access) -> int:
+    """Rows per row bucket: an HBM tensor of few rows (its leading dim, a [32, 128, N] output
+    written one leading index per store) has up to _HBM_ROW_BUCKETS of them, so the stores to
+    one index do not meet the rectangles of all the others (their boxes span the columns)."""
     rows = a.tensor.rows
-    return _BUCKET_ROWS if rows > _BUCKET_ABOVE_ROWS else rows if rows > 1 else 1
+    if rows > _BUCKET_ABOVE_ROWS:
+        return _BUCKET_ROWS
+    if a.tensor.space is MemSpace.HBM:
+        return -(-rows // _HBM_ROW_BUCKETS)
+    return rows if rows > 1 else 1
 
 
 def _col_size(a: Access) -> int:
     """Elements per column bucket of ``a``'s tensor."""
     t = a.tensor
-    size = _BUCKET_COLS
     pa = t.partition_axis
-    if pa > 0:  # block dims lead each row: one bucket per block
-        blocks = math.prod(t.shape[:pa])
+    if pa > 0:  # block dims lead each row: one bucket per block (however many: the buckets
+        blocks = math.prod(t.shape[:pa])  # are a dict, and an instruction reads one block)
         if blocks > 1:
-            size = max(1, t.row_size // blocks)
+            return max(1, t.row_size // blocks)
+    size = _BUCKET_COLS
     while size * _MAX_COL_BUCKETS < t.row_size:
         size *= 2
     return size
@@ -163,14 +176,14 @@ def _carried_write(live: dict, cols: dict, a: Access,
         return None
     tid, size = a.tensor.id, _bucket_size(a)
     csize = _col_size(a)
-    cb = c_lo // csize if c_lo // csize == (max(c_hi, c_lo + 1) - 1) // csize else None
+    c0, c1 = c_lo // csize, (max(c_hi, c_lo + 1) - 1) // csize
     loops = ins.loops
     for b in range(r_lo // size, (r_hi - 1) // size + 1):
-        if cb is None:  # (a read across column buckets: every rectangle of the rows)
-            candidates = live.get((tid, b), ())
-        else:  # the rectangles meeting its column bucket, in the same order
-            by_col = cols.get((tid, b))
-            candidates = by_col.get(cb, ()) if by_col else ()
+        by_col = cols.get((tid, b))
+        if not by_col:
+            continue
+        # the rectangles meeting its column buckets, in the order they were recorded
+        candidates = by_col.get(c0, ()) if c0 == c1 else _gather(by_col, c0, c1)
         for w in candidates:
             # (columns first: the writes that miss a read are usually other blocks of a row)
             if not (c_lo < w.c_hi and w.c_lo < c_hi and w.r_lo < r_hi and r_lo < w.r_hi):
@@ -193,17 +206,23 @@ def _carried_write(live: dict, cols: dict, a: Access,
     return None
 
 
-def _index(rects: list[_Write], csize: int) -> dict[int, list[_Write]]:
-    """Column bucket -> the rectangles of ``rects`` meeting it, in ``rects``' order."""
-    by_col: dict[int, list[_Write]] = {}
-    for w in rects:
-        for cb in range(w.c_lo // csize, (max(w.c_hi, w.c_lo + 1) - 1) // csize + 1):
-            found = by_col.get(cb)
-            if found is None:
-                by_col[cb] = [w]
-            else:
-                found.append(w)
-    return by_col
+def _gather(by_col: dict[int, list[_Write]], c0: int, c1: int) -> list[_Write]:
+    """The rectangles listed in column buckets ``c0`` to ``c1``, each once, in recorded order."""
+    if c1 - c0 < len(by_col):
+        lists = [by_col[cb] for cb in range(c0, c1 + 1) if cb in by_col]
+    else:
+        lists = [found for cb, found in by_col.items() if c0 <= cb <= c1]
+    if len(lists) == 1:
+        return lists[0]
+    return sorted({id(w): w for found in lists for w in found}.values(), key=_order)
+
+
+def _order(w: _Write) -> tuple[int, ...]:
+    return w.seq
+
+
+def _span(w: _Write, csize: int) -> range:
+    return range(w.c_lo // csize, (max(w.c_hi, w.c_lo + 1) - 1) // csize + 1)
 
 
 def _record(live: dict, cols: dict, a: Access, ins: Instruction,
@@ -219,51 +238,50 @@ def _record(live: dict, cols: dict, a: Access, ins: Instruction,
         key = (tid, b)
         lo, hi = b * size, (b + 1) * size  # the rows of bucket b
         new = _Write(r_lo if r_lo > lo else lo, r_hi if r_hi < hi else hi, c_lo, c_hi, a, ins)
-        old = live.get(key)
-        if not old:  # the usual case: the first write of a fresh tile
-            live[key] = [new]
-            cols[key] = _index(live[key], csize)
+        by_col = cols.get(key)
+        if not by_col:  # the usual case: the first write of a fresh tile
+            new.seq = (0,)
+            live[key] = 1
+            cols[key] = {cb: [new] for cb in range(c0, c1 + 1)}
             continue
         if exact is None:
             exact = exact_of.get(id(a))
             if exact is None:
                 exact = exact_of[id(a)] = _exact(a)
-        # The rectangles this write changes all meet its column buckets: when there are none,
-        # it only joins the end (what rebuilding the list would give, in the same order).
-        by_col = cols[key]
-        touched = False
+        # The rectangles this write changes all meet its column buckets; each is replaced, in
+        # its place in the recorded order, by what is left of it
+        for w in [w for w in (by_col.get(c0, ()) if c0 == c1 else _gather(by_col, c0, c1))
+                  if (w.r_lo < r_hi and r_lo < w.r_hi and w.c_lo < c_hi and c_lo < w.c_hi
+                      if exact else (w.access.offset == a.offset
+                                     and w.access.pattern == a.pattern))]:
+            if not exact or (r_lo <= w.r_lo and w.r_hi <= r_hi and c_lo <= w.c_lo
+                             and w.c_hi <= c_hi):  # (a rectangle inside the write: nothing left)
+                pieces = []
+            else:
+                pieces = _subtract(w, a)
+                for j, p in enumerate(pieces):
+                    p.seq = w.seq + (j,)  # (between w and whatever followed it)
+            _replace(by_col, csize, w, pieces)
+        new.seq = (live[key],)
+        live[key] += 1
         for cb in range(c0, c1 + 1):
-            for w in by_col.get(cb, ()):
-                if (w.r_lo < r_hi and r_lo < w.r_hi and w.c_lo < c_hi and c_lo < w.c_hi
-                        if exact else (w.access.offset == a.offset
-                                       and w.access.pattern == a.pattern)):
-                    touched = True
-                    break
-            if touched:
-                break
-        if not touched:
-            old.append(new)
-            for cb in range(c0, c1 + 1):
-                found = by_col.get(cb)
-                if found is None:
-                    by_col[cb] = [new]
-                else:
-                    found.append(new)
-            continue
-        if exact:
-            kept = []
-            for w in old:
-                if not (w.r_lo < r_hi and r_lo < w.r_hi and w.c_lo < c_hi and c_lo < w.c_hi):
-                    kept.append(w)  # (what _subtract gives for a rectangle it does not meet)
-                elif not (r_lo <= w.r_lo and w.r_hi <= r_hi and c_lo <= w.c_lo
-                          and w.c_hi <= c_hi):  # (a rectangle inside the write: nothing left)
-                    kept.extend(_subtract(w, a))
-        else:  # only a write of the very same region surely replaces an earlier one
-            kept = [w for w in old if not (w.access.offset == a.offset
-                                           and w.access.pattern == a.pattern)]
-        kept.append(new)
-        live[key] = kept
-        cols[key] = _index(kept, csize)
+            found = by_col.get(cb)
+            if found is None:
+                by_col[cb] = [new]
+            else:
+                found.append(new)
+
+
+def _replace(by_col: dict[int, list[_Write]], csize: int, w: _Write,
+             pieces: list[_Write]) -> None:
+    """Put ``pieces`` (parts of ``w``, in order) where ``w`` is in each of its column buckets."""
+    for cb in _span(w, csize):
+        found = by_col[cb]
+        at = next(k for k, x in enumerate(found) if x is w)
+        found[at:at + 1] = [p for p in pieces if p.c_lo // csize <= cb
+                            <= (max(p.c_hi, p.c_lo + 1) - 1) // csize]
+        if not found:
+            del by_col[cb]
 
 
 def _exact(a: Access) -> bool:

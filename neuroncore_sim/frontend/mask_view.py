@@ -64,6 +64,11 @@ def mask_box(mask: Any, shape: tuple[int, ...]
             KernelError, f"mask: expected at most {len(shape)} axes (the instruction's shape "
             f"{list(shape)}), found {mask.ndim}")
     pred = mask.to_predicate(len(shape))
+    axes = _intervals(pred, [(0, n) for n in shape])
+    if axes is not None:  # comparisons of one axis each: a rectangle, without a grid
+        if any(lo >= hi for lo, hi in axes):
+            return None, None, True
+        return tuple(axes), None, False
     active = pred.evaluate(shape)
     if not active.any():
         return None, None, True
@@ -75,6 +80,46 @@ def mask_box(mask: Any, shape: tuple[int, ...]
     sub = active[tuple(slice(lo, hi) for lo, hi in box)]
     residual = None if sub.all() else _shift(pred, tuple(lo for lo, _ in box))
     return tuple(box), residual, False
+
+
+def _intervals(pred: Predicate, axes: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
+    """``axes`` (per axis, the half-open range of active indices) narrowed by ``pred`` when it
+    is a comparison over at most one axis, or an ``and`` of such (the usual mask: tile bounds);
+    None for any other predicate (the caller evaluates it over the grid)."""
+    if pred.op == "and":
+        for p in pred.parts:
+            if _intervals(p, axes) is None:
+                return None
+        return axes
+    e = pred.expr
+    if e is None or pred.op == "!=":
+        return None
+    used = [a for a, c in enumerate(e.coefs) if c]
+    if len(used) > 1:
+        return None
+    k, op = e.const, pred.op
+    if not used:  # a constant: everything or nothing
+        if not {"<": k < 0, "<=": k <= 0, ">": k > 0, ">=": k >= 0, "==": k == 0}[op]:
+            axes[:] = [(0, 0)] * len(axes)
+        return axes
+    a = used[0]
+    c = e.coefs[a]
+    if c < 0:  # c*x + k op 0  <=>  (-c)*x + (-k) flipped-op 0
+        c, k = -c, -k
+        op = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "=="}[op]
+    if op == "<":  # x < -k/c
+        lo, hi = 0, -(k // c)
+    elif op == "<=":
+        lo, hi = 0, (-k) // c + 1
+    elif op == ">":
+        lo, hi = (-k) // c + 1, axes[a][1]
+    elif op == ">=":
+        lo, hi = -(k // c), axes[a][1]
+    else:
+        lo = (-k) // c
+        hi = lo + 1 if lo * c == -k else lo
+    axes[a] = (max(axes[a][0], lo), min(axes[a][1], hi))
+    return axes
 
 
 def mask_view(tile: Any, mask: MaskExpr) -> Any:

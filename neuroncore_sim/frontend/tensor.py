@@ -438,10 +438,14 @@ class NkiTensor(TensorSurface, TileOperators):
                     shape[b] = n
         base, coefs = [], []
         for d in range(len(self.base)):
-            row = self.coefs[d]
-            base.append(self.base[d] + sum(row[a] * e.const for a, e in enumerate(exprs)))
-            coefs.append(tuple(sum(row[a] * e.coefs[b] for a, e in enumerate(exprs))
-                               for b in range(ndim)))
+            # (the view's axes this dim depends on: usually one, often none)
+            terms = [(c, exprs[a]) for a, c in enumerate(self.coefs[d]) if c]
+            base.append(self.base[d] + sum(c * e.const for c, e in terms))
+            if len(terms) == 1:
+                c, e = terms[0]
+                coefs.append(tuple(c * x for x in e.coefs))
+            else:
+                coefs.append(tuple(sum(c * e.coefs[b] for c, e in terms) for b in range(ndim)))
         return NkiTensor(self.decl, tuple(shape), self.dtype, tuple(base), tuple(coefs),
                          self.space, self.lease, frame=self.frame)
 

@@ -77,7 +77,8 @@ class BufferPlan:
         split: tensor id -> :func:`block_elems` of every on-chip tensor touched (0: one tile).
         decls: tile key -> its tensor.
         spill: when the SBUF rings do not fit at their live maxima: the placement by live range
-            and what the compiler spills to HBM (:mod:`.spill`); None otherwise.
+            and what the compiler spills to HBM (:mod:`.spill`); None otherwise, and None when
+            ``psum_spill`` is set (the caller plans SBUF again with the PSUM spill copies).
         psum_spill: the same for PSUM (spills go to SBUF); None when PSUM fits in its rings
             or was planned already (``plan_buffers(..., psum_planned=True)``).
     """
@@ -143,11 +144,14 @@ def plan_buffers(instrs: list[Instruction], config: NeuronCoreConfig,
     placed_bytes = _placed_bytes(placed.values(), config)
     rings, over = _fit(rings, config, placed_bytes)
     spill = psum_spill = None
-    if MemSpace.SBUF in over:  # over-subscribed at the rings' live maxima: place by live range
+    psum_over = MemSpace.PSUM in over and not psum_planned
+    # Over-subscribed at the rings' live maxima: place by live range. (When PSUM spills, the
+    # caller plans again with the PSUM spill copies inserted: no SBUF plan here.)
+    if MemSpace.SBUF in over and not psum_over:
         sb = MemSpace.SBUF
         spill = plan_spills(instrs, split, decls, last, _capacity(sb, config, placed_bytes),
                             tile_bytes, placed_bytes[sb], sb)
-    if MemSpace.PSUM in over and not psum_planned:
+    if psum_over:
         ps = MemSpace.PSUM
         bank = config.psum_bank_bytes
         psum_spill = plan_spills(instrs, split, decls, last,

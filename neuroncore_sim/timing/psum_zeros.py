@@ -19,6 +19,7 @@ whose box is not dense only ever keeps a memset, never folds one.
 from __future__ import annotations
 
 from ..program.ir import Access, Instruction, MemSpace, Opcode
+from .tiles import block_elems
 
 #: (row_lo, row_hi, col_lo, col_hi), half-open.
 Rect = tuple[int, int, int, int]
@@ -26,34 +27,80 @@ Rect = tuple[int, int, int, int]
 
 def folded_psum_zeros(instrs: list[Instruction]) -> set[int]:
     """Ids of the PSUM zero memsets in ``instrs`` (one instance, program order) that the
-    compiler folds into the accumulating matmuls that follow them (module docstring)."""
-    pending: dict[int, list[_Zeroed]] = {}  # tensor id -> memsets with untouched elements
+    compiler folds into the accumulating matmuls that follow them (module docstring).
+
+    Pending memsets are indexed by tensor and column bucket (a block tensor's block, else the
+    whole row), so an access meets only the memsets near it: ``nl.zeros`` of a block tensor is
+    one memset per block, thousands of them pending at once (issue 16)."""
+    pending = _Pending()
     folded: set[int] = set()
     for ins in instrs:
         for a, _ in ins.accesses():
-            zeroed = pending.get(a.tensor.id)
+            if a.tensor.id not in pending.width:
+                continue
+            zeroed = pending.near(a)
             if not zeroed:
                 continue
             starts = _starts_group(ins, a)
-            for z in list(zeroed):
-                outcome = z.touch(_rect(a), starts)
+            r = _rect(a)
+            for z in zeroed:
+                outcome = z.touch(r, starts)
                 if outcome is not None:
-                    zeroed.remove(z)
+                    z.done = True
                     if outcome:
                         folded.add(z.memset)
         if _is_dense_zero_memset(ins):
-            pending.setdefault(ins.out.tensor.id, []).append(_Zeroed(ins.id, [_rect(ins.out)]))
+            pending.add(ins.out, _Zeroed(ins.id, [_rect(ins.out)]))
     return folded
+
+
+class _Pending:
+    """The undecided memsets of every tensor, listed in each column bucket their region
+    spans; a decided one (``done``) leaves a bucket's list when the list is next read."""
+
+    __slots__ = ("width", "buckets")
+
+    def __init__(self) -> None:
+        self.width: dict[int, int] = {}  # tensor id -> columns per bucket
+        self.buckets: dict[tuple[int, int], list[_Zeroed]] = {}
+
+    def _span(self, tid: int, a: Access) -> range:
+        w = self.width[tid]
+        return range(a.col_lo // w, (max(a.col_hi, a.col_lo + 1) - 1) // w + 1)
+
+    def add(self, a: Access, z: _Zeroed) -> None:
+        tid = a.tensor.id
+        if tid not in self.width:
+            self.width[tid] = block_elems(a.tensor) or max(1, a.tensor.row_size)
+        for b in self._span(tid, a):
+            self.buckets.setdefault((tid, b), []).append(z)
+
+    def near(self, a: Access) -> list[_Zeroed]:
+        """The undecided memsets listed in the buckets ``a`` spans, each once."""
+        tid = a.tensor.id
+        span = self._span(tid, a)
+        out: list[_Zeroed] = []
+        for b in span:
+            zs = self.buckets.get((tid, b))
+            if not zs:
+                continue
+            if any(z.done for z in zs):
+                zs[:] = [z for z in zs if not z.done]
+            out.extend(zs)
+        if len(span) > 1 and len(out) > 1:
+            out = list({id(z): z for z in out}.values())
+        return out
 
 
 class _Zeroed:
     """One pending memset and the parts of its region no instruction has touched yet."""
 
-    __slots__ = ("memset", "untouched")
+    __slots__ = ("memset", "untouched", "done")
 
     def __init__(self, memset: int, untouched: list[Rect]) -> None:
         self.memset = memset
         self.untouched = untouched
+        self.done = False
 
     def touch(self, r: Rect, starts: bool) -> bool | None:
         """Record an access of box ``r``: True (fold: every element now started by a matmul),

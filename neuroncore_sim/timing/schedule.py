@@ -293,12 +293,16 @@ _COMPUTE_QUEUES = tuple(e.value for e in Engine if e is not Engine.DMA)
 #: tile by tile, a block tensor whose blocks are read thousands of times, a wide accumulator):
 #: tensors with more rows than _BUCKET_ABOVE_ROWS have buckets of _BUCKET_ROWS rows; columns
 #: go by the tensor's block width (block dims) or _BUCKET_COLS elements, widened so that one
-#: tensor row has at most _MAX_COL_BUCKETS buckets. An access spanning several buckets is listed
+#: tensor row has at most _MAX_COL_BUCKETS buckets (_MAX_BLOCK_BUCKETS for block dims: a kernel
+#: may have thousands of blocks per tensor). An access spanning several buckets is listed
 #: in each; the edges found are the same as with one list per tensor.
 _BUCKET_ABOVE_ROWS = 512
 _BUCKET_ROWS = 128
 _BUCKET_COLS = 512
 _MAX_COL_BUCKETS = 64
+#: A block tensor has a bucket per block (up to this many: the key's column bits), whatever
+#: their number: an instruction touches one block, and a block reusing a slot scans its own.
+_MAX_BLOCK_BUCKETS = 1 << 19
 #: Bucket key: (tensor id + _TID_BIAS) << _KEY_TID | row bucket << _KEY_ROW | column bucket.
 _TID_BIAS, _KEY_TID, _KEY_ROW = 8, 48, 20
 
@@ -309,7 +313,15 @@ _PHYSICAL = {MemSpace.SBUF: -1, MemSpace.PSUM: -2}
 #: Byte addresses of a partition the column buckets of the physical memories are cut from.
 _PHYSICAL_BYTES = 192 * 1024
 
-#: (tensor id, rows, columns, block width or 0, row_lo, row_hi, col_lo, col_hi)
+#: HBM tensors of at most _BUCKET_ABOVE_ROWS rows (their leading dim: a [32, 128, N] output)
+#: have a row bucket per few rows, at most this many buckets: such a tensor is written tile by
+#: tile, one leading index per DMA, and with its rows in one bucket every store would scan the
+#: live stores of all the others (their bounding boxes span the columns: quadratic in stores).
+_HBM_ROW_BUCKETS = 32
+
+#: (tensor id, rows, columns, block width or 0, row_lo, row_hi, col_lo, col_hi); ``rows``
+#: chooses the row buckets: above _BUCKET_ABOVE_ROWS, _BUCKET_ROWS rows per bucket, else
+#: ``rows`` rows per bucket
 Region = tuple[int, int, int, int, int, int, int, int]
 
 
@@ -320,7 +332,10 @@ def regions(a: Access) -> list[Region]:
     t = a.tensor
     pl = t.placement
     if pl is None:
-        return [(t.id, t.rows, t.row_size, block_elems(t), a.row_lo, a.row_hi, a.col_lo,
+        rows = t.rows
+        if t.space is MemSpace.HBM and rows <= _BUCKET_ABOVE_ROWS:
+            rows = -(-rows // _HBM_ROW_BUCKETS)  # (rows per bucket)
+        return [(t.id, rows, t.row_size, block_elems(t), a.row_lo, a.row_hi, a.col_lo,
                  a.col_hi)]
     per_tile = t.row_size // len(pl.tiles)  # elements of one logical tile per partition
     isz = t.itemsize
@@ -347,15 +362,18 @@ class _LiveAccesses:
         self.geometry: dict[int, tuple[int, int]] = {}
         #: tensor id -> its bucket keys ever used, in first-use order (dict as ordered set)
         self.keys_of: dict[int, dict[int, None]] = {}
+        #: tensor id -> the row buckets of its keys
+        self.row_buckets: dict[int, set[int]] = {}
 
     def _geometry(self, region: Region) -> tuple[int, int]:
         tid, rows, cols, block = region[0], region[1], region[2], region[3]
         rsize = _BUCKET_ROWS if rows > _BUCKET_ABOVE_ROWS else max(1, rows)
         csize = block or _BUCKET_COLS
-        while csize * _MAX_COL_BUCKETS < cols:
+        while csize * (_MAX_BLOCK_BUCKETS if block else _MAX_COL_BUCKETS) < cols:
             csize *= 2
         g = self.geometry[tid] = (rsize, csize)
         self.keys_of[tid] = {}
+        self.row_buckets[tid] = set()
         return g
 
     def _keys(self, region: Region) -> list[int]:
@@ -374,12 +392,14 @@ class _LiveAccesses:
             key = base | (rb0 << _KEY_ROW) | cb0
             if key not in used:
                 used[key] = None
+                self.row_buckets[tid].add(rb0)
             return [key]
         keys = [base | (rb << _KEY_ROW) | cb
                 for rb in range(rb0, rb1 + 1) for cb in range(cb0, cb1 + 1)]
         for key in keys:
             if key not in used:
                 used[key] = None
+        self.row_buckets[tid].update(range(rb0, rb1 + 1))
         return keys
 
     def pop_all(self, tid: int, found: dict[int, int]) -> None:
@@ -391,6 +411,7 @@ class _LiveAccesses:
             for *_, j in self.reads.pop(key, ()):
                 found[j] = min(found.get(j, WAR), WAR)
         self.geometry.pop(tid, None)
+        self.row_buckets.pop(tid, None)
 
     def touching(self, tid: int, c_lo: int, c_hi: int, found: dict[int, int]) -> None:
         """Edges (WAW from writes, WAR from reads) from every live access of tensor ``tid``
@@ -401,10 +422,14 @@ class _LiveAccesses:
         used = self.keys_of[tid]
         csize = g[1]
         c0, c1 = c_lo // csize, (max(c_hi, c_lo + 1) - 1) // csize
+        rbs = self.row_buckets[tid]
+        if len(rbs) * (c1 - c0 + 1) < len(used):  # (a block tensor: its block's buckets)
+            base = (tid + _TID_BIAS) << _KEY_TID
+            keys = [base | (rb << _KEY_ROW) | cb for rb in rbs for cb in range(c0, c1 + 1)]
+        else:
+            keys = [key for key in used if c0 <= key & ((1 << _KEY_ROW) - 1) <= c1]
         # (an access listed in several buckets is met once per bucket: same edge, same kind)
-        for key in used:
-            if not c0 <= key & ((1 << _KEY_ROW) - 1) <= c1:
-                continue
+        for key in keys:
             for entry in self.writes.get(key, ()):
                 _, _, lo, hi, j = entry
                 if lo < c_hi and c_lo < hi:

@@ -123,6 +123,7 @@ def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[in
     ends: list[tuple[int, int]] = []  # (last use, key) of tiles placed
     free: deque[list[int]] = deque([[capacity, -1]])  # [bytes, last holder] oldest first
     used = out_bytes = 0
+    evictable = _Evictable()
     for i, keys in enumerate(touched):
         while ends and ends[0][0] < i:  # dead tiles free their memory
             _, k = heapq.heappop(ends)
@@ -139,8 +140,7 @@ def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[in
             if k in resident:
                 continue
             while used + size[k] > capacity:
-                v = _victim(resident, need, uses, i, lambda v: _eviction_bytes(
-                    v, size[v] * decls[v].rows, dirty, saved))
+                v = evictable.victim(resident, need, i)
                 used -= resident.pop(v)
                 free.append([size[v], v])
                 out.add(v)
@@ -175,6 +175,11 @@ def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[in
         for k in loaded[i]:  # filled from an input: reloadable from it unless already dirty
             if k not in dirty:
                 saved.add(k)
+        for k in need:  # (their next use and eviction cost change only here)
+            u = uses[k]
+            j = bisect.bisect_right(u, i)
+            evictable.push(k, u[j] if j < len(u) else _NEVER, resident[k],
+                           _eviction_bytes(k, size[k] * decls[k].rows, dirty, saved))
     for ops in plan.before.values():  # saves free memory the reloads take: saves first
         ops.sort(key=lambda op: op.kind != save_kind)
     return plan
@@ -236,24 +241,53 @@ def _eviction_bytes(k: int, nbytes: int, dirty: set[int], saved: set[int]) -> in
     return 2 * nbytes if k in dirty else nbytes if k in saved else 0
 
 
-def _victim(resident: dict[int, int], need: list[int], uses: dict[int, list[int]], i: int,
-            cost: Callable[[int], int]) -> int:
-    """The resident tile not used by instruction ``i`` whose next use is furthest away per byte
-    its eviction moves (``cost``)."""
-    best, best_rank = -1, None
-    for k in resident:
-        if k in need:
-            continue
-        u = uses[k]
-        j = bisect.bisect_right(u, i)
-        distance = (u[j] - i) if j < len(u) else _NEVER
-        nbytes = cost(k)
-        # ties: Belady's own choice (the furthest next use), then the larger tile, the later key
-        rank = (distance / nbytes if nbytes else float("inf"), distance, resident[k], k)
-        if best_rank is None or rank > best_rank:
-            best, best_rank = k, rank
-    assert best_rank is not None  # _too_big ruled out an instruction that alone does not fit
-    return best
+class _Evictable:
+    """The resident tiles as eviction candidates, for :meth:`victim`: per eviction cost, a heap
+    by next use (then size, then key). A tile's next use and cost change only at an instruction
+    that touches it, which pushes it anew (:meth:`push`); older entries are skipped."""
+
+    __slots__ = ("groups", "version")
+
+    def __init__(self) -> None:
+        #: eviction bytes -> heap of (-next use, -size, -key, version, key)
+        self.groups: dict[int, list[tuple[int, int, int, int, int]]] = {}
+        self.version: dict[int, int] = {}
+
+    def push(self, k: int, next_use: int, nbytes: int, cost: int) -> None:
+        v = self.version[k] = self.version.get(k, 0) + 1
+        heapq.heappush(self.groups.setdefault(cost, []), (-next_use, -nbytes, -k, v, k))
+
+    def victim(self, resident: dict[int, int], need: list[int], i: int) -> int:
+        """The resident tile not used by instruction ``i`` whose next use is furthest away per
+        byte its eviction moves (ties: the furthest next use, the larger tile, the later key):
+        the best of each cost's heap top."""
+        best, best_rank = -1, None
+        version = self.version
+        for cost, heap in list(self.groups.items()):
+            aside = []
+            top = None
+            while heap:
+                e = heap[0]
+                k = e[4]
+                if k not in resident or version[k] != e[3]:
+                    heapq.heappop(heap)  # (evicted, dead, or pushed anew since)
+                elif k in need:
+                    aside.append(heapq.heappop(heap))
+                else:
+                    top = e
+                    break
+            for e in aside:
+                heapq.heappush(heap, e)
+            if not heap:
+                del self.groups[cost]
+            if top is None:
+                continue
+            distance = -top[0] - i if -top[0] != _NEVER else _NEVER
+            rank = (distance / cost if cost else float("inf"), distance, -top[1], top[4])
+            if best_rank is None or rank > best_rank:
+                best, best_rank = top[4], rank
+        assert best_rank is not None  # _too_big ruled out an instruction that alone does not fit
+        return best
 
 
 def _too_big(ins: Instruction, need: list[int], decls: dict[int, TensorDecl],

@@ -10,7 +10,8 @@ from hypothesis import given, settings, strategies as st
 from neuroncore_sim.timing.schedule import RAW, WAR, WAW, _LiveAccesses
 
 # (rows, columns, block width or 0) of the tensors the accesses touch
-TENSORS = [(128, 2048, 0), (2048, 1024, 0), (128, 8192, 512), (4096, 100_000, 0), (1, 64, 8)]
+TENSORS = [(128, 2048, 0), (2048, 1024, 0), (128, 8192, 512), (4096, 100_000, 0), (1, 64, 8),
+           (128, 65536, 32), (1024, 4096, 16)]  # (blocks past 64 column buckets: one each)
 
 
 class _Plain:
