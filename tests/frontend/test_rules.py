@@ -193,16 +193,17 @@ def test_tensor_engine_transpose_reads_sbuf():
     ok(good, z(128, 64))
 
 
-def test_vector_engine_transpose_at_most_32x32():
+def test_vector_engine_transpose_at_most_128x128():
+    # one VectorE instruction transposes 32x32; larger tiles run as 32x32 blocks
     def bad(a):
         nisa.nc_transpose(nl.load(a), engine=nisa.vector_engine)  # BAD
 
     def good(a):
-        nisa.nc_transpose(nl.load(a[0:32]), engine=nisa.vector_engine)
+        nisa.nc_transpose(nl.load(a[:, 0:128]), engine=nisa.vector_engine)
 
-    expect_error(ShapeError, r"nc_transpose on VectorE: expected at most 32x32, found 33x32",
-                 bad, z(33, 32))
-    ok(good, z(33, 32))
+    expect_error(ShapeError, r"nc_transpose on VectorE: expected at most 32x32 per instruction "
+                 r"and 128x128 in all .*found 33x129", bad, z(33, 129))
+    ok(good, z(33, 129))
 
     def values(a):
         out = nl.ndarray((32, 32), nl.float32, buffer=nl.shared_hbm)

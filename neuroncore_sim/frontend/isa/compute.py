@@ -28,6 +28,7 @@ from ..operands import engine_arg, issue, op_name, require_matmul_dtype, scalar_
 from ..broadcast import free_broadcast, per_partition
 from .. import rng as _rng
 from .selection import v3_error
+from .transpose_blocks import vector_block_transpose
 from ..tensor import NkiTensor
 
 
@@ -198,7 +199,7 @@ def _carried_matmul_boxes(st: NkiTensor, mv: NkiTensor, boxes: tuple[Any, Any],
 
 def nc_transpose(data: Any, *, mask: Any = None, dtype: Any = None,
                  engine: Any = None) -> NkiTensor:
-    """Transpose a [P, F] tile: TensorE (into PSUM, up to 128x128) or VectorE (up to 32x32)."""
+    """Transpose a [P, F] tile: TensorE (into PSUM, up to 128x128) or VectorE (32x32 blocks)."""
     what = "nc_transpose"
     d = _tile(data, f"{what} data")
     cfg = _tracer.current(what).config
@@ -208,9 +209,9 @@ def nc_transpose(data: Any, *, mask: Any = None, dtype: Any = None,
     if eng is None:  # policy (docs/model.md): VectorE when it fits, else TensorE
         eng = Engine.VECTOR if p <= vmax and f <= vmax else Engine.TENSOR
     if eng is Engine.VECTOR:
-        if p > vmax or f > vmax:
-            raise _fail(ShapeError, f"{what} on VectorE: expected at most {vmax}x{vmax}, "
-                        f"found {p}x{f}")
+        if p > vmax or f > vmax:  # one instruction per 32x32 block (transpose_blocks.py)
+            return vector_block_transpose(d, _out_dtype(dtype, d.dtype), vmax,
+                                          cfg.num_partitions, mask)
         space = MemSpace.SBUF
     elif eng is Engine.TENSOR:
         if d.space is not MemSpace.SBUF:

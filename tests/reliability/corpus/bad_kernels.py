@@ -133,8 +133,8 @@ def gpsimd_result_into_psum():
 
 
 # --- transposes, statistics ---------------------------------------------------------------------
-def vector_transpose_over_32(a):
-    nisa.nc_transpose(nl.load(a), engine=nisa.vector_engine)  # BAD vector_transpose_over_32
+def vector_transpose_over_128(a):
+    nisa.nc_transpose(nl.load(a), engine=nisa.vector_engine)  # BAD vector_transpose_over_128
 
 
 def tensor_transpose_over_128(a):
