@@ -144,13 +144,14 @@ def _is_reduction(writer: Instruction, reader: Instruction) -> bool:
 
 
 def _bucket_size(a: Access) -> int:
-    """Rows per row bucket: an HBM tensor of few rows (its leading dim, a [32, 128, N] output
-    written one leading index per store) has up to _HBM_ROW_BUCKETS of them, so the stores to
-    one index do not meet the rectangles of all the others (their boxes span the columns)."""
+    """Rows per row bucket: an HBM tensor of 3+ dims and few rows (its leading dim, a
+    [32, 128, N] output written one leading index per store) has up to _HBM_ROW_BUCKETS of
+    them, so the stores to one index do not meet the rectangles of all the others (their boxes
+    span the columns)."""
     rows = a.tensor.rows
     if rows > _BUCKET_ABOVE_ROWS:
         return _BUCKET_ROWS
-    if a.tensor.space is MemSpace.HBM:
+    if a.tensor.space is MemSpace.HBM and len(a.tensor.shape) > 2:
         return -(-rows // _HBM_ROW_BUCKETS)
     return rows if rows > 1 else 1
 

@@ -313,10 +313,12 @@ _PHYSICAL = {MemSpace.SBUF: -1, MemSpace.PSUM: -2}
 #: Byte addresses of a partition the column buckets of the physical memories are cut from.
 _PHYSICAL_BYTES = 192 * 1024
 
-#: HBM tensors of at most _BUCKET_ABOVE_ROWS rows (their leading dim: a [32, 128, N] output)
-#: have a row bucket per few rows, at most this many buckets: such a tensor is written tile by
-#: tile, one leading index per DMA, and with its rows in one bucket every store would scan the
-#: live stores of all the others (their bounding boxes span the columns: quadratic in stores).
+#: HBM tensors of three or more dims and at most _BUCKET_ABOVE_ROWS rows (their leading dim: a
+#: [32, 128, N] output) have a row bucket per few rows, at most this many buckets: such a tensor
+#: is written tile by tile, one leading index per DMA, and with its rows in one bucket every
+#: store would scan the live stores of all the others (their bounding boxes span the columns:
+#: quadratic in stores). (A 2-D one, e.g. a spill's scratch, is read and written all rows at
+#: once: row buckets would only list each access many times.)
 _HBM_ROW_BUCKETS = 32
 
 #: (tensor id, rows, columns, block width or 0, row_lo, row_hi, col_lo, col_hi); ``rows``
@@ -333,7 +335,7 @@ def regions(a: Access) -> list[Region]:
     pl = t.placement
     if pl is None:
         rows = t.rows
-        if t.space is MemSpace.HBM and rows <= _BUCKET_ABOVE_ROWS:
+        if t.space is MemSpace.HBM and rows <= _BUCKET_ABOVE_ROWS and len(t.shape) > 2:
             rows = -(-rows // _HBM_ROW_BUCKETS)  # (rows per bucket)
         return [(t.id, rows, t.row_size, block_elems(t), a.row_lo, a.row_hi, a.col_lo,
                  a.col_hi)]
