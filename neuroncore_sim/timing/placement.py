@@ -60,7 +60,9 @@ class InstancePlan:
 
     Attributes:
         instrs: its instructions with the spill copies inserted, in order.
-        plan: rings and the SBUF plan (made on ``instrs``).
+        plan: rings and the SBUF plan (made on ``planned``).
+        planned: the stream ``plan``'s instruction indices (``first``, ``last``) refer to:
+            ``instrs`` without the SBUF spill copies (inserted after planning).
         psum: the PSUM placement and spills (None when the PSUM rings fit).
         takes: instruction id -> (tile, tiles whose memory it takes) for each tile placed by live
             range that the instruction brings into memory (first use or reload).
@@ -69,6 +71,7 @@ class InstancePlan:
 
     instrs: list[Instruction]
     plan: BufferPlan
+    planned: list[Instruction]
     psum: SpillPlan | None
     takes: Takes
     unringed: frozenset[int]
@@ -89,10 +92,11 @@ def plan_instance(instrs: list[Instruction], config: NeuronCoreConfig,
         unringed |= {k for k, t in plan.decls.items() if t.space is MemSpace.PSUM}
         instrs = _with_spills(instrs, psum, plan.decls, ids, takes)
         plan = plan_buffers(instrs, config, psum_planned=True)
+    planned = instrs
     if plan.spill is not None:
         unringed |= {k for k, t in plan.decls.items() if t.space is MemSpace.SBUF}
         instrs = _with_spills(instrs, plan.spill, plan.decls, ids, takes)
-    return InstancePlan(instrs, plan, psum, takes, frozenset(unringed))
+    return InstancePlan(instrs, plan, planned, psum, takes, frozenset(unringed))
 
 
 def check_capacity(program: Program, config: NeuronCoreConfig) -> list[SpillWarning]:
