@@ -89,6 +89,12 @@ def _buffer(buffer: Any) -> Buffer:
 def ndarray(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "",
             **_: Any) -> NkiTensor:
     """Allocate a tensor (no instruction; its contents are undefined until written)."""
+    return _allocate(shape, dtype, buffer, name, None)
+
+
+def _allocate(shape: Any, dtype: Any, buffer: Any, name: str, fill_value: Any) -> NkiTensor:
+    """:func:`ndarray`; an on-chip tensor holds ``fill_value`` everywhere (no instruction)
+    unless it is None."""
     tr = _tracer.current("nl.ndarray")
     buf = _buffer(buffer)
     shape = shape_arg(shape, "nl.ndarray shape")
@@ -112,8 +118,11 @@ def ndarray(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "",
             placed = buf.place(tr, dims, pa, dt.itemsize)
             if loops:
                 first[key] = placed  # type: ignore[index]
+    values = (None if fill_value is None or tr.backend is None
+              else np.asarray(fill_value).astype(dt))
     decl = tr.new_tensor(buf.space, dims, dt, partition_axis=pa if buf.space is not MemSpace.HBM
-                         else 0, kind=buf.kind, name=name or None, placement=placed)
+                         else 0, kind=buf.kind, name=name or None, values=values,
+                         placement=placed)
     return NkiTensor.whole(decl)
 
 
@@ -130,8 +139,11 @@ def _check_tile_shape(tr: _tracer.Tracer, dims: tuple[int, ...], pa: int, dt: np
 
 
 def full(shape: Any, fill_value: Any, dtype: Any, *, buffer: Any = None, name: str = "",
-         **_: Any) -> NkiTensor:
-    """A tensor filled with ``fill_value`` (a memset on chip; initial values in HBM)."""
+         lazy_initialization: bool = False, **_: Any) -> NkiTensor:
+    """A tensor filled with ``fill_value`` (a memset on chip; initial values in HBM). With
+    ``lazy_initialization=True`` (the compiler's own kernels pass it) an on-chip tensor is
+    declared holding the value, with no memset: its tiles take memory from their first use
+    (docs/frontend.md)."""
     buf = _buffer(buffer)
     if buf.space is MemSpace.HBM:
         tr = _tracer.current("nl.full")
@@ -141,12 +153,14 @@ def full(shape: Any, fill_value: Any, dtype: Any, *, buffer: Any = None, name: s
         decl = tr.new_tensor(MemSpace.HBM, dims, dt, kind=buf.kind, name=name or None,
                              values=values)
         return NkiTensor.whole(decl)
-    t = ndarray(shape, dtype, buffer=buf, name=name)
-    pa = t.decl.partition_axis
     if isinstance(fill_value, NkiTensor):
         raise _tracer.current("nl.full").fail(
             KernelError, "nl.full fill_value: expected a scalar, found a tile (copy a tile "
             "with nl.copy or an assignment t[...] = x)")
+    if lazy_initialization:
+        return _allocate(shape, dtype, buf, name, scalar_value(fill_value, "nl.full fill_value"))
+    t = ndarray(shape, dtype, buffer=buf, name=name)
+    pa = t.decl.partition_axis
     if pa == 0 or math.prod(t.shape[:pa]) == 1:
         fill(t, fill_value)
         return t
@@ -157,14 +171,18 @@ def full(shape: Any, fill_value: Any, dtype: Any, *, buffer: Any = None, name: s
     return t
 
 
-def zeros(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "", **_: Any) -> NkiTensor:
+def zeros(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "",
+          lazy_initialization: bool = False, **_: Any) -> NkiTensor:
     """A tensor of zeros."""
-    return full(shape, 0, dtype, buffer=buffer, name=name)
+    return full(shape, 0, dtype, buffer=buffer, name=name,
+                lazy_initialization=lazy_initialization)
 
 
-def ones(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "", **_: Any) -> NkiTensor:
+def ones(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "",
+         lazy_initialization: bool = False, **_: Any) -> NkiTensor:
     """A tensor of ones."""
-    return full(shape, 1, dtype, buffer=buffer, name=name)
+    return full(shape, 1, dtype, buffer=buffer, name=name,
+                lazy_initialization=lazy_initialization)
 
 
 def _like(a: Any, what: str) -> None:

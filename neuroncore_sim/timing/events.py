@@ -39,6 +39,9 @@ SPILL_RELOAD = "spill_reload"
 #: The same for PSUM, spilled to SBUF by VectorE copies (their Instruction is a tensor_copy).
 PSUM_SPILL_SAVE = "psum_spill_save"
 PSUM_SPILL_RELOAD = "psum_spill_reload"
+#: A constant tile's memsets run again instead of a reload (timing/spill.py); its Instruction is
+#: a copy of the memset.
+SPILL_REMAT = "spill_remat"
 #: Prefix of the DMA engine rows ("dma0" .. "dma15").
 DMA_ROW_PREFIX = "dma"
 #: The four compute engines, in display order.

@@ -25,7 +25,7 @@ from typing import Any
 from ..program.ir import Instruction, MemSpace
 from .critical_path import CriticalPath, Step
 from .events import (LOAD_STATIONARY, PSUM_SPILL_RELOAD, PSUM_SPILL_SAVE, SPILL_RELOAD,
-                     SPILL_SAVE, is_dma_row)
+                     SPILL_REMAT, SPILL_SAVE, is_dma_row)
 
 #: How many dominant mechanisms the summary lists.
 TOP = 3
@@ -69,7 +69,7 @@ QUEUE = Mechanism("an engine busy with earlier instructions (in-order queues)", 
 def _busy_mechanism(step: Step, by_id: dict[int, Instruction]) -> Mechanism:
     """The mechanism behind an event's own time."""
     e = step.event
-    if e.opcode in (SPILL_SAVE, SPILL_RELOAD, PSUM_SPILL_SAVE, PSUM_SPILL_RELOAD):
+    if e.opcode in (SPILL_SAVE, SPILL_RELOAD, PSUM_SPILL_SAVE, PSUM_SPILL_RELOAD, SPILL_REMAT):
         return SPILL
     if is_dma_row(e.engine):
         ins = by_id.get(e.instr_id)

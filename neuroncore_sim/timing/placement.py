@@ -9,8 +9,9 @@ on the stream with the PSUM spill copies. When the SBUF rings do not fit, SBUF t
 by live range and spilled to HBM: ``dma_copy`` to an HBM scratch tensor and back.
 
 Inserted instructions get ids after the Program's (``attrs["spill"]`` names them:
-"spill_save" / "spill_reload" for SBUF, "psum_spill_save" / "psum_spill_reload" for PSUM, which
-is also their event opcode) and the allocation line of the spilled tile. The Program and the
+"spill_save" / "spill_reload" for SBUF, "psum_spill_save" / "psum_spill_reload" for PSUM,
+"spill_remat" for the copied memsets that rematerialise a constant tile, which is also their
+event opcode) and the allocation line of the spilled tile. The Program and the
 values are unchanged: spills only move data.
 """
 
@@ -22,7 +23,7 @@ from ..config import NeuronCoreConfig
 from ..errors import SpillWarning
 from ..program.ir import Access, Engine, Instruction, MemSpace, Opcode, Program, TensorDecl
 from .capacity import BufferPlan, plan_buffers
-from .events import PSUM_SPILL_SAVE, SPILL_SAVE
+from .events import PSUM_SPILL_SAVE, SPILL_REMAT, SPILL_SAVE
 from .spill import SpillPlan
 from .tiles import tile_cols
 
@@ -59,7 +60,9 @@ class InstancePlan:
 
     Attributes:
         instrs: its instructions with the spill copies inserted, in order.
-        plan: rings and the SBUF plan (made on ``instrs``).
+        plan: rings and the SBUF plan (made on ``planned``).
+        planned: the stream ``plan``'s instruction indices (``first``, ``last``) refer to:
+            ``instrs`` without the SBUF spill copies (inserted after planning).
         psum: the PSUM placement and spills (None when the PSUM rings fit).
         takes: instruction id -> (tile, tiles whose memory it takes) for each tile placed by live
             range that the instruction brings into memory (first use or reload).
@@ -68,6 +71,7 @@ class InstancePlan:
 
     instrs: list[Instruction]
     plan: BufferPlan
+    planned: list[Instruction]
     psum: SpillPlan | None
     takes: Takes
     unringed: frozenset[int]
@@ -88,10 +92,11 @@ def plan_instance(instrs: list[Instruction], config: NeuronCoreConfig,
         unringed |= {k for k, t in plan.decls.items() if t.space is MemSpace.PSUM}
         instrs = _with_spills(instrs, psum, plan.decls, ids, takes)
         plan = plan_buffers(instrs, config, psum_planned=True)
+    planned = instrs
     if plan.spill is not None:
         unringed |= {k for k, t in plan.decls.items() if t.space is MemSpace.SBUF}
         instrs = _with_spills(instrs, plan.spill, plan.decls, ids, takes)
-    return InstancePlan(instrs, plan, psum, takes, frozenset(unringed))
+    return InstancePlan(instrs, plan, planned, psum, takes, frozenset(unringed))
 
 
 def check_capacity(program: Program, config: NeuronCoreConfig) -> list[SpillWarning]:
@@ -123,19 +128,24 @@ def spill_warnings(plans: list[InstancePlan]) -> list[SpillWarning]:
             continue
         sites: dict[str, int] = {}
         for sp in spilled:
-            for moved in (sp.saved_sites, sp.reloaded_sites):
+            for moved in (sp.saved_sites, sp.reloaded_sites, sp.remat_sites):
                 for site, b in moved.items():
                     sites[site] = sites.get(site, 0) + b
         order = sorted(sites.items(), key=lambda kv: (-kv[1], kv[0]))
         parts = ", ".join(f"{site} ({b} bytes)" for site, b in order[:6])
         more = f" and {len(order) - 6} more" if len(order) > 6 else ""
         lead = order[0][0] if order and ":" in order[0][0] else "kernel"
+        remat_bytes = sum(sp.remat_bytes for sp in spilled)
+        remat = (f" (and rewrites {remat_bytes} bytes of evicted memset constants by their "
+                 f"memsets)" if remat_bytes else "")
         out.append(SpillWarning(
             f"{lead}: {space.value.upper()} over-subscribed: tiles live at once need up to "
             f"{max(sp.demand for sp in spilled)} bytes per partition, {spilled[0].capacity} "
             f"available; the compiler spills to {to} {sum(sp.save_bytes for sp in spilled)} "
-            f"bytes (spill stores) and reloads {sum(sp.reload_bytes for sp in spilled)} bytes; "
-            f"spilled allocation sites (bytes stored and reloaded): {parts}{more}"))
+            f"bytes (spill stores) and reloads {sum(sp.reload_bytes for sp in spilled)} bytes"
+            f"{remat}; "
+            f"spilled allocation sites (bytes stored and reloaded{', or rewritten' if remat else ''}"
+            f"): {parts}{more}"))
     return out
 
 
@@ -147,6 +157,17 @@ def _with_spills(instrs: list[Instruction], sp: SpillPlan, decls: dict[int, Tens
     out: list[Instruction] = []
     for i, ins in enumerate(instrs):
         for op in sp.before.get(i, ()):
+            if op.kind == SPILL_REMAT:  # the constant tile's memsets again
+                for n, m in enumerate(op.memsets):
+                    orig = instrs[m]
+                    new = Instruction(ids.next_instruction(), orig.opcode, orig.engine,
+                                      dict(orig.dsts), {}, {**orig.attrs, "spill": op.kind},
+                                      loc=decls[op.key].site, mask=orig.mask,
+                                      instance=ins.instance)
+                    out.append(new)
+                    if n == 0 and op.takes:
+                        takes[new.id] = [(op.key, op.takes)]
+                continue
             t = decls[op.key]
             if op.key not in scratch:
                 scratch[op.key] = _spill_accesses(op.key, t, ids)

@@ -130,7 +130,9 @@ def _schedule_instance(instance: int, instrs: list[Instruction], config: NeuronC
     ip = plan_instance(instrs, config, ids)  # rings; placement and spills where they do not fit
     plans.append(ip)
     instrs, plan = ip.instrs, ip.plan
-    prev_occupant, first_use = _assign_buffers(instrs, plan, skip=ip.unringed)
+    # (the rings' first uses are indices into the stream the plan was made on, without the
+    # SBUF spill copies; the ids are the same in both)
+    prev_occupant, first_use = _assign_buffers(ip.planned, plan, skip=ip.unringed)
     queues: dict[str, list[int]] = {}
     for ins in instrs:
         queues.setdefault(queue_name(ins), []).append(ins.id)

@@ -19,6 +19,10 @@ Called by :func:`.capacity.plan_buffers` only then. The model (docs/model.md, "S
   victim whose copy there is current is dropped without a store.
 * A tile filled only by DMA loads from HBM tensors the kernel never writes (its inputs) is clean:
   the compiler reloads it from where it was loaded (rematerialisation) instead of saving it.
+* A tile holding only what memsets wrote (a constant: an eager ``nl.zeros`` block tensor of
+  accumulators) is never saved either: the compiler rematerialises it by running its memsets
+  again just before its next use (a *remat*, the memsets copied; evicting it moves its bytes
+  once, like a clean tile).
 * A spilled tile is brought back (a *spill reload*) just before its next use.
 * An instruction whose own tiles exceed SBUF cannot run: CapacityError at its line.
 
@@ -36,9 +40,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import CapacityError
-from ..program.ir import Instruction, MemSpace, TensorDecl
+from ..program.ir import Instruction, MemSpace, Opcode, TensorDecl
 from ..program.opcodes import DMA_OPCODES
-from .events import PSUM_SPILL_RELOAD, PSUM_SPILL_SAVE, SPILL_RELOAD, SPILL_SAVE
+from .events import PSUM_SPILL_RELOAD, PSUM_SPILL_SAVE, SPILL_REMAT, SPILL_RELOAD, SPILL_SAVE
 from .tiles import access_keys
 
 _NEVER = 1 << 62  # next use of a tile with none left
@@ -50,14 +54,17 @@ class SpillOp:
 
     Attributes:
         kind: SBUF: ``spill_save`` (to HBM) or ``spill_reload`` (back); PSUM:
-            ``psum_spill_save`` (to SBUF) or ``psum_spill_reload`` (events.py).
+            ``psum_spill_save`` (to SBUF) or ``psum_spill_reload`` (events.py); either:
+            ``spill_remat`` (the tile's memsets run again).
         key: the tile (:mod:`.tiles` key).
         takes: for a reload, the tiles whose memory it takes (it waits for their accesses).
+        memsets: for a remat, the indices of the memsets that filled the tile.
     """
 
     kind: str
     key: int
     takes: tuple[int, ...] = ()
+    memsets: tuple[int, ...] = ()
 
 
 @dataclass(slots=True)
@@ -72,6 +79,8 @@ class SpillPlan:
         reloaded_sites: allocation site -> bytes its tiles' spill reloads bring back.
         save_bytes: bytes moved by spill saves (all partitions).
         reload_bytes: bytes moved by spill reloads.
+        remat_bytes: bytes rewritten by the memsets of rematerialised constant tiles.
+        remat_sites: allocation site -> those bytes.
         demand: the most bytes per partition of tiles live at once (resident or spilled).
         capacity: SBUF bytes per partition the compiler-managed tiles could use.
     """
@@ -82,6 +91,8 @@ class SpillPlan:
     reloaded_sites: dict[str, int] = field(default_factory=dict)
     save_bytes: int = 0
     reload_bytes: int = 0
+    remat_bytes: int = 0
+    remat_sites: dict[str, int] = field(default_factory=dict)
     demand: int = 0
     capacity: int = 0
 
@@ -113,13 +124,14 @@ def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[in
     """
     save_kind, reload_kind = ((SPILL_SAVE, SPILL_RELOAD) if space is MemSpace.SBUF
                               else (PSUM_SPILL_SAVE, PSUM_SPILL_RELOAD))
-    touched, written, loaded, uses = _scan(instrs, split, space)
+    touched, written, loaded, uses, memset = _scan(instrs, split, space)
     size = {k: size_of(t) for k, t in decls.items() if t.space is space}
     plan = SpillPlan(capacity=capacity)
     resident: dict[int, int] = {}
     out: set[int] = set()  # spilled and still live
     dirty: set[int] = set()  # written since its last save
     saved: set[int] = set()  # has an HBM copy
+    const: dict[int, list[int]] = {}  # tile -> the memsets that alone filled it
     ends: list[tuple[int, int]] = []  # (last use, key) of tiles placed
     free: deque[list[int]] = deque([[capacity, -1]])  # [bytes, last holder] oldest first
     used = out_bytes = 0
@@ -157,7 +169,15 @@ def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[in
             if k in out:
                 out.discard(k)
                 out_bytes -= size[k]
-                if k in saved:  # (a tile never written has nothing to bring back)
+                if k in const:  # a constant: its memsets run again
+                    plan.before.setdefault(i, []).append(
+                        SpillOp(SPILL_REMAT, k, holders, tuple(const[k])))
+                    nbytes = size[k] * decls[k].rows
+                    plan.remat_bytes += nbytes
+                    site = str(decls[k].site) if decls[k].site is not None else decls[k].name
+                    plan.remat_sites[site] = plan.remat_sites.get(site, 0) + nbytes
+                    holders = ()
+                elif k in saved:  # (a tile never written has nothing to bring back)
                     plan.before.setdefault(i, []).append(SpillOp(reload_kind, k, holders))
                     plan.reload_bytes += size[k] * decls[k].rows
                     site = str(decls[k].site) if decls[k].site is not None else decls[k].name
@@ -172,6 +192,10 @@ def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[in
         plan.demand = max(plan.demand, used + out_bytes)
         for k in written[i]:
             dirty.add(k)
+            const.pop(k, None)
+        for k in memset[i]:  # a constant unless it holds computed values
+            if k not in dirty:
+                const.setdefault(k, []).append(i)
         for k in loaded[i]:  # filled from an input: reloadable from it unless already dirty
             if k not in dirty:
                 saved.add(k)
@@ -179,7 +203,7 @@ def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[in
             u = uses[k]
             j = bisect.bisect_right(u, i)
             evictable.push(k, u[j] if j < len(u) else _NEVER, resident[k],
-                           _eviction_bytes(k, size[k] * decls[k].rows, dirty, saved))
+                           _eviction_bytes(k, size[k] * decls[k].rows, dirty, saved, const))
     for ops in plan.before.values():  # saves free memory the reloads take: saves first
         ops.sort(key=lambda op: op.kind != save_kind)
     return plan
@@ -203,17 +227,20 @@ def _take(free: deque[list[int]], nbytes: int) -> tuple[int, ...]:
 
 def _scan(instrs: list[Instruction], split: dict[int, int], space: MemSpace
           ) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]], list[tuple[int, ...]],
-                     dict[int, list[int]]]:
+                     dict[int, list[int]], list[tuple[int, ...]]]:
     """Per instruction: the ``space`` tile keys it touches, those it writes with a value that
     exists nowhere else (dirty), those it fills from a kernel input (a DMA load whose sources
-    are all HBM tensors nothing writes); per key its uses."""
+    are all HBM tensors nothing writes); per key its uses; per instruction the keys a memset
+    writes (a constant)."""
     written_hbm = {a.tensor.id for ins in instrs for a in ins.dsts.values()
                    if a.tensor.space is MemSpace.HBM}
     touched: list[tuple[int, ...]] = []
     written: list[tuple[int, ...]] = []
     loaded: list[tuple[int, ...]] = []
     uses: dict[int, list[int]] = {}
+    memset: list[tuple[int, ...]] = []
     for i, ins in enumerate(instrs):
+        is_memset = ins.opcode is Opcode.MEMSET and not ins.srcs
         from_input = (ins.opcode in DMA_OPCODES and bool(ins.srcs)
                       and all(a.tensor.space is MemSpace.HBM and a.tensor.id not in written_hbm
                               for a in ins.srcs.values()))
@@ -230,15 +257,17 @@ def _scan(instrs: list[Instruction], split: dict[int, int], space: MemSpace
         for k in seen:
             uses.setdefault(k, []).append(i)
         touched.append(tuple(seen))
-        written.append(() if from_input else tuple(wrote))
+        written.append(() if from_input or is_memset else tuple(wrote))
         loaded.append(tuple(wrote) if from_input else ())
-    return touched, written, loaded, uses
+        memset.append(tuple(wrote) if is_memset else ())
+    return touched, written, loaded, uses, memset
 
 
-def _eviction_bytes(k: int, nbytes: int, dirty: set[int], saved: set[int]) -> int:
+def _eviction_bytes(k: int, nbytes: int, dirty: set[int], saved: set[int],
+                    const: dict[int, list[int]]) -> int:
     """Bytes evicting tile ``k`` moves: a save and a reload when dirty, a reload when its copy
-    elsewhere is current, nothing when it was never written."""
-    return 2 * nbytes if k in dirty else nbytes if k in saved else 0
+    elsewhere is current or its memsets run again, nothing when it was never written."""
+    return 2 * nbytes if k in dirty else nbytes if k in saved or k in const else 0
 
 
 class _Evictable:

@@ -122,13 +122,18 @@ class Memory:
         self._lazy = CopyIndex()
 
     def declare(self, decl: TensorDecl, values: np.ndarray | None = None) -> None:
-        """Allocate storage for ``decl``, filled from ``values`` (declared logical shape) or with
-        NaN (float) / 0 (integer) when ``values`` is None.
+        """Allocate storage for ``decl``, filled from ``values`` (declared logical shape, or a
+        0-d array: every element holds it) or with NaN (float) / 0 (integer) when ``values``
+        is None.
 
         Raises:
             ShapeError: ``values`` does not have the declared shape.
         """
         dt = storage_dtype(decl.dtype)
+        if values is not None and np.ndim(values) == 0:  # a fill value, filled when first viewed
+            self.declare(decl)
+            self._unfilled[decl] = np.asarray(cast(np.asarray(values), decl.dtype))[()]
+            return
         if values is None:
             # Filled lazily: most tiles are first written whole (a load, a memset), and then
             # filling them first would only cost time. Reused memory costs no page faults
