@@ -28,7 +28,7 @@ KIB = 1024
 
 #: Version of the timing model: changed by every commit that moves estimates (a recalibration, a
 #: new mechanism), so stored cycle baselines can tell a model change from a kernel regression.
-MODEL_VERSION = "2026.11.28.2"
+MODEL_VERSION = "2026.11.28.3"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

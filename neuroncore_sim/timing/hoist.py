@@ -55,21 +55,47 @@ def _key(ins: Instruction, names: dict[int, tuple[object, str]]) -> tuple | None
     return (ins.opcode, ins.engine, attrs, srcs, dsts, outer)
 
 
-def loop_invariant(instructions: Iterable[Instruction]) -> frozenset[int]:
-    """Ids of the instructions that repeat an earlier one of the same loop with unchanged
-    inputs (see the module docstring)."""
+def loop_invariant(instructions: Iterable[Instruction]) -> dict[int, int]:
+    """The instructions that repeat an earlier one of the same loop with unchanged inputs
+    (see the module docstring): repeat id -> id of the first computation, whose result the
+    compiler keeps."""
     version: dict[int, int] = {}  # tensor id -> writes so far
-    seen: dict[tuple, tuple[int, ...]] = {}  # key -> versions of its sources then
+    seen: dict[tuple, tuple[tuple[int, ...], int]] = {}  # key -> (source versions, first id)
     names: dict[int, tuple[object, str]] = {}
-    out = []
+    out: dict[int, int] = {}
     for ins in instructions:
         key = _key(ins, names) if ins.opcode is not Opcode.NC_MATMUL else None
         if key is not None and all(version.get(a.tensor.id, 0) == 0 for a in ins.dsts.values()):
             versions = tuple(version.get(a.tensor.id, 0) for a in ins.srcs.values())
-            if seen.get(key) == versions:
-                out.append(ins.id)
+            first = seen.get(key)
+            if first is not None and first[0] == versions:
+                out[ins.id] = first[1]
             else:
-                seen[key] = versions
+                seen[key] = (versions, ins.id)
         for a in ins.dsts.values():
             version[a.tensor.id] = version.get(a.tensor.id, 0) + 1
-    return frozenset(out)
+    return out
+
+
+def read_first_results(deps: dict[int, tuple[tuple[int, int], ...]],
+                       ls_deps: dict[int, tuple[int, ...]], origin: dict[int, int],
+                       raw: int) -> None:
+    """The readers of a loop-invariant repeat read the first computation's result, which the
+    compiler keeps: their RAW edges go to it, and the repeat, which is no instruction on the
+    hardware, orders nothing (its own edges and the WAR / WAW edges of its output are
+    dropped; it stays in its queue as a zero-length marker that waits for nothing). ``raw`` is
+    the schedule's RAW edge kind; edited in place."""
+    for iid in list(deps):
+        if iid in origin:
+            deps[iid] = ()
+            continue
+        edges = deps[iid]
+        if not any(p in origin for p, _ in edges):
+            continue
+        kept = {(origin.get(p, p), kind) for p, kind in edges
+                if p not in origin or kind == raw}
+        deps[iid] = tuple(sorted(kept))
+    for iid, producers in ls_deps.items():
+        if any(p in origin for p in producers):
+            ls_deps[iid] = tuple(sorted({origin.get(p, p) for p in producers}))
+

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from ..errors import SpillWarning
 from .capacity import BufferPlan, BufferRing
-from .hoist import loop_invariant
+from .hoist import loop_invariant, read_first_results
 from ..config import NeuronCoreConfig
 from ..program.ir import DMA_OPCODES, Access, Engine, Instruction, MemSpace, Opcode, Program
 from .placement import InstancePlan, NewIds, plan_instance, spill_warnings
@@ -137,8 +137,10 @@ def _schedule_instance(instance: int, instrs: list[Instruction], config: NeuronC
     for ins in instrs:
         queues.setdefault(queue_name(ins), []).append(ins.id)
     deps, ls_deps, ls_skip = _hazards(instrs, prev_occupant, first_use, plan, ip.takes)
+    if hoisted:
+        read_first_results(deps, ls_deps, hoisted, RAW)
     return InstanceSchedule(instance, tuple(instrs), {k: tuple(v) for k, v in queues.items()},
-                            deps, ls_deps, frozenset(ls_skip), plan.rings, hoisted)
+                            deps, ls_deps, frozenset(ls_skip), plan.rings, frozenset(hoisted))
 
 
 def _without_sources(ins: Instruction) -> Instruction:
