@@ -404,6 +404,21 @@ def cell(case: Case, key: str) -> tuple[str, str, str]:
     return f"{r[0]:.4g}", f"{error(case, key):+.1f} %", r[1]
 
 
+#: The first heading of the hand-written part of the report (session notes, the fits'
+#: leave-one-out errors, known gaps), which a rewrite keeps.
+NOTES_FROM = "## Session "
+
+
+def kept_notes(path: Path) -> str:
+    """The hand-written sections of the report at ``path`` (from the first ``## Session``
+    heading on), so that regenerating the tables keeps them; empty when there are none."""
+    if not path.exists():
+        return ""
+    text = path.read_text()
+    at = text.find("\n" + NOTES_FROM)
+    return text[at + 1:].rstrip("\n") if at >= 0 else ""
+
+
 def write_report(sections: list[tuple[str, list[Case]]], keys: list[str], path: Path,
                  extra: str) -> str:
     lines = ["# Validation against published NeuronCore-v2 measurements", "",
@@ -446,7 +461,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-write", action="store_true", help="print, do not write the report")
     ap.add_argument("--out", type=Path, default=REPORT, help="where to write the report")
     ap.add_argument("--extra", type=Path, default=None,
-                    help="a markdown file appended to the report (e.g. the fits' LOO errors)")
+                    help="a markdown file appended to the report instead of the hand-written "
+                         "sections (from the first '## Session' heading) the report already has")
     args = ap.parse_args(argv)
     sections = [("1. Whole kernels", kernel_cases(args.tutorials)),
                 ("2. Single instructions (our probe kernels)", instruction_cases())]
@@ -461,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
         for c in cs:
             if "AWS" in keys and "ours" in c.results:
                 c.results["AWS"] = c.results["ours"]
-    extra = args.extra.read_text() if args.extra else ""
+    extra = args.extra.read_text() if args.extra else kept_notes(args.out)
     text = write_report(sections, keys, None if args.no_write else args.out, extra)
     print("\n".join(line for line in text.splitlines() if line.startswith("* **")))
     return 0
