@@ -152,13 +152,18 @@ def _carried(tr: Any) -> dict[int, tuple[Any, tuple[tuple[int, int], ...]]]:
     return tr.lang_state.setdefault("carried_masks", {})  # type: ignore[return-value]
 
 
-def carried_box(tr: Any, view: Any) -> tuple[tuple[int, int], ...] | None:
-    """The box ``view`` carries from a ``tile[mask]`` (taken: an instruction consumes it)."""
+def carried_box(tr: Any, view: Any, take: bool = True) -> tuple[tuple[int, int], ...] | None:
+    """The box ``view`` carries from a ``tile[mask]``, None when it carries none; ``take``: an
+    instruction consumes it (False: only look)."""
     table = tr.lang_state.get("carried_masks")
     if not table:
         return None
-    entry = table.pop(id(view), None)
-    return None if entry is None or entry[0] is not view else entry[1]
+    entry = table.get(id(view))
+    if entry is None or entry[0] is not view:
+        return None
+    if take:
+        del table[id(view)]
+    return entry[1]
 
 
 def refuse_carried(view: Any, box: tuple[tuple[int, int], ...], what: str) -> UnsupportedError:

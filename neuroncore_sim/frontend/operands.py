@@ -121,10 +121,10 @@ def checked_access(tr: _tracer.Tracer, t: Any, what: str, role: str,
         raise tr.fail(MemorySpaceError,
                       f"{_label(what, role)}: expected a tensor in {names}, found {t.space.value}")
     if not t._checked:  # once per view: views never change
-        carried = tr.lang_state.get("carried_masks")
-        if carried and id(t) in carried and carried[id(t)][0] is t:
+        box = carried_box(tr, t, take=False)
+        if box is not None:
             # a tile[mask] view reached an instruction that did not take its box (mask_view.py)
-            raise refuse_carried(t, carried[id(t)][1], _label(what, role))
+            raise refuse_carried(t, box, _label(what, role))
         problem = None if t._inside else t.out_of_bounds()
         if problem:
             raise tr.fail(AccessError, f"{_label(what, role)}: out of bounds: {problem}")
