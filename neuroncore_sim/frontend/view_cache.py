@@ -22,8 +22,9 @@ class ViewCache:
     Attributes:
         whole: (shape, view key) -> the geometry of an int / slice key on a whole tensor of that
             shape (``basic_index.whole_index``).
-        affine: (dims, base, coefs, key values) -> (shape, base, coefs, inside) of a view indexed
-            by ``nl.arange`` / ``nl.mgrid`` expressions (``affine_index.affine_view``).
+        affine: (layout, memory, base, coefs, key values) -> (shape, base, coefs, inside,
+            checked, offset, pattern) of a view indexed by ``nl.arange`` / ``nl.mgrid``
+            expressions (``affine_index.affine_view``).
     """
 
     __slots__ = ("whole", "affine")

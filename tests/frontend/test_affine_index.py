@@ -2,8 +2,9 @@
 
 ``t[key]`` for keys of ints and ``nl.arange`` / ``nl.mgrid`` expressions must give the view (or
 the error) the general path (``NkiTensor._index_affine``) gives, the second time too (from the
-cache); a view it marks as inside its tensor must pass the bounds check. And ``t[...]`` is
-``t[:, ..., :]``.
+cache); a view it marks as inside its tensor must pass the bounds check, one it marks as
+checked the layout check too, and the access pattern it carries must be the general path's.
+A whole view hands out the same view for the same key. And ``t[...]`` is ``t[:, ..., :]``.
 """
 
 from __future__ import annotations
@@ -24,11 +25,14 @@ def _case(draw: st.DrawFn) -> tuple[TensorDecl, tuple, tuple]:
     """A tensor, a first basic key (a view of it) and an affine key for that view."""
     shape = tuple(draw(st.lists(st.integers(1, 6), min_size=1, max_size=3)))
     space = draw(st.sampled_from([MemSpace.SBUF, MemSpace.HBM]))
+    # (block dims before the partition dim: views whose first axis is not the partitions)
+    pa = draw(st.integers(0, len(shape) - 1)) if space is MemSpace.SBUF else 0
     first = tuple(draw(st.sampled_from([slice(None), 0, 1, slice(0, 1), slice(1, None)]))
                   for _ in range(draw(st.integers(0, len(shape)))))
     with Tracer(Program("t"), load_config(None)).active():
         try:
-            view_shape = NkiTensor.whole(TensorDecl(0, "t", space, shape, float32))[first].shape
+            view_shape = NkiTensor.whole(TensorDecl(0, "t", space, shape, float32, pa)
+                                         )[first].shape
         except SimulatorError:  # (an index past a small axis): the whole tensor instead
             first, view_shape = (), shape
     n_grid = draw(st.integers(1, 2))
@@ -42,7 +46,7 @@ def _case(draw: st.DrawFn) -> tuple[TensorDecl, tuple, tuple]:
         sizes = tuple(draw(st.integers(1, 4)) for _ in range(n_grid))
         coefs = tuple(draw(st.integers(-1, 2)) if n > 1 else 0 for n in sizes)
         key.append(IndexExpr(draw(st.integers(-1, 5)), coefs, sizes))
-    return TensorDecl(0, "t", space, shape, float32), first, tuple(key)
+    return TensorDecl(0, "t", space, shape, float32, pa), first, tuple(key)
 
 
 def _outcome(fn):
@@ -67,8 +71,17 @@ def test_affine_fast_path_matches_general_path(case) -> None:
             assert _outcome(lambda: v[key]) == general
             assert _outcome(lambda: v[key]) == general  # from the cache now
             got = v[key] if general[0] == "view" else None
-            if got is not None and got._inside:
+            if got is None:
+                continue
+            if got._inside:
                 assert got.out_of_bounds() is None
+            if got._checked:  # (operands.checked_access skips its checks)
+                assert got.out_of_bounds() is None and got.tile_error() is None
+            if got._access is not None:
+                ref = v._index_affine(key).access()
+                assert (got._access.offset, got._access.pattern) == (ref.offset, ref.pattern)
+            if v._views is not None:
+                assert v[key] is got
 
 
 def test_ellipsis_is_every_axis_whole() -> None:
