@@ -122,6 +122,11 @@ class _InstanceRun:
         self.waiters: dict[int, simpy.Event] = {}
         self.sbuf_port = simpy.Resource(self.env, capacity=1)
         self.psum_port = simpy.Resource(self.env, capacity=1)
+        # A port only one engine of the instance uses is never busy when that (in-order)
+        # engine asks for it: it is asked for only where two engines share it.
+        used = {Engine(q) for q, ids in inst.queues.items() if ids and q != DMA_QUEUE}
+        self._sbuf_shared = all(e in used for e in _SBUF_SHARERS)
+        self._psum_shared = all(e in used for e in _PSUM_SHARERS)
         self.dma = DmaEngines(config, t0)
         self.overhead: dict[int, float] = {}
         self.sources: dict[object, int] = {}  # SourceLoc -> code of "file.py:LINE" (str() is slow)
@@ -279,11 +284,15 @@ class _InstanceRun:
     # --- engine processes -------------------------------------------------------------------
 
     def _ports(self, ins: Instruction) -> list[tuple[simpy.Resource, str]]:
+        sbuf = self._sbuf_shared and ins.engine in _SBUF_SHARERS
+        psum = self._psum_shared and ins.engine in _PSUM_SHARERS
+        if not (sbuf or psum):
+            return []
         spaces = {a.space for a, _ in ins.accesses()}
         ports = []
-        if ins.engine in _SBUF_SHARERS and MemSpace.SBUF in spaces:
+        if sbuf and MemSpace.SBUF in spaces:
             ports.append((self.sbuf_port, "port:sbuf"))
-        if ins.engine in _PSUM_SHARERS and MemSpace.PSUM in spaces:
+        if psum and MemSpace.PSUM in spaces:
             ports.append((self.psum_port, "port:psum"))
         return ports
 
