@@ -22,9 +22,9 @@ class ViewCache:
     Attributes:
         whole: (shape, view key) -> the geometry of an int / slice key on a whole tensor of that
             shape (``basic_index.whole_index``).
-        affine: (layout, memory, base, coefs, key values) -> (shape, base, coefs, inside,
-            checked, offset, pattern) of a view indexed by ``nl.arange`` / ``nl.mgrid``
-            expressions (``affine_index.affine_view``).
+        affine: (layout, memory, coefs, key grids) -> the form of a view indexed by
+            ``nl.arange`` / ``nl.mgrid`` expressions, whatever its base and the key's ints
+            (``affine_index.affine_view``).
     """
 
     __slots__ = ("whole", "affine")

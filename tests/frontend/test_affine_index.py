@@ -66,15 +66,17 @@ def test_affine_fast_path_matches_general_path(case) -> None:
         # the same key on views of other bases (t[0] and t[1]) must not share a cached view
         others = [view] + [NkiTensor.whole(decl)[i] for i in range(min(2, decl.shape[0]))
                            if len(decl.shape) > 1 and len(first) == 1 and type(first[0]) is int]
-        for v in others:
+        # the same grids with other ints and constants: one remembered form, other bases
+        shifted = tuple(k + 1 if type(k) is int else IndexExpr(k.const + 2, k.coefs, k.sizes)
+                        for k in key)
+        for v, key in [(v, k) for v in others for k in (key, shifted)]:
             general = _outcome(lambda: v._index_affine(key))
             assert _outcome(lambda: v[key]) == general
             assert _outcome(lambda: v[key]) == general  # from the cache now
             got = v[key] if general[0] == "view" else None
             if got is None:
                 continue
-            if got._inside:
-                assert got.out_of_bounds() is None
+            assert got._inside == (got.out_of_bounds() is None)
             if got._checked:  # (operands.checked_access skips its checks)
                 assert got.out_of_bounds() is None and got.tile_error() is None
             if got._access is not None:
