@@ -25,6 +25,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
+from .. import config as _config_module
 from ..config import NeuronCoreConfig, load_config
 from ..errors import UnsupportedError, caller_loc, expected
 from ..report.launch_files import OutputPlaceError, atomic_path, check_out_dir
@@ -99,9 +100,11 @@ def _plain(value: Any) -> Any:
 
 def point_key(kernel: str, config: NeuronCoreConfig, point: dict[str, Any]) -> str:
     """Identity of a point in ``points.jsonl``: a hash of the canonical JSON of the kernel
-    (file name, kernel name and file contents: ``KernelTarget.identity``), every config field
-    and the point's parameters."""
-    text = json.dumps({"target": kernel, "config": asdict(config), "params": point},
+    (file name, kernel name and file contents: ``KernelTarget.identity``), every config field,
+    the point's parameters and the timing model's version (``config.MODEL_VERSION``: a point
+    saved by another version of the model is run again, not mixed into the table)."""
+    text = json.dumps({"target": kernel, "config": asdict(config), "params": point,
+                       "model": _config_module.MODEL_VERSION},
                       sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 

@@ -292,6 +292,21 @@ def test_saved_points_follow_the_file_contents_not_its_path(tmp_path: Path,
     assert len((out / POINTS_FILE).read_text().splitlines()) == 12
 
 
+def test_points_of_another_model_version_run_again(tmp_path: Path, scale_file: Path,
+                                                   monkeypatch) -> None:
+    """A sweep resumed after the timing model changed (config.MODEL_VERSION) runs every point
+    again instead of mixing the old model's estimates into its table."""
+    from neuroncore_sim import config
+
+    out = tmp_path / "out"
+    sweep(str(scale_file), GRID, workers=1, out=out)
+    sweep(str(scale_file), GRID, workers=1, out=out)
+    assert len((out / POINTS_FILE).read_text().splitlines()) == 6
+    monkeypatch.setattr(config, "MODEL_VERSION", config.MODEL_VERSION + ".next")
+    sweep(str(scale_file), GRID, workers=1, out=out)
+    assert len((out / POINTS_FILE).read_text().splitlines()) == 12
+
+
 def test_parallel_and_serial_give_the_same_table(tmp_path: Path, scale_file: Path) -> None:
     serial = sweep(str(scale_file), GRID, workers=1)
     parallel = sweep(str(scale_file), GRID, workers=2, out=tmp_path / "p")
