@@ -260,7 +260,8 @@ shape: it runs at its only shape, [128 x 128] x [128 x 512] (M x K x N = 128 x 1
 
 The grids: for `blocked_free`, the power-of-two blocks with BLOCK_M * BLOCK_N <= 8 but (1, 4),
 plus (4, 4), which the kernel's own guard rejects (16 PSUM accumulators); for `blocked_all`,
-blocks around (8, 2, 8) varying one factor at a time, plus three that cannot fit SBUF.
+blocks around (8, 2, 8) varying one factor at a time, plus three that do not fit SBUF with a
+buffer per allocation line (the compiler spills).
 """
 TABLE_NOTES = """Latency in ms unless marked us; failed points last. *TensorE busy*: share of the
 latency TensorE executes matmuls. *MFU*: the TensorE FLOPs bound (every matmul at the bf16
@@ -268,52 +269,51 @@ peak, the summary's `roofline_terms_ns["tensor_flops"]`) over the latency, which
 summary's `mfu_percent`; it equals TensorE busy here because every matmul is a full
 128 x 128 x 512 tile, which runs at the peak rate. *DMA queues busy*: mean busy share of the 16
 DMA queues (fixed costs included); *DMA bw of peak*: bytes moved over the latency against the
-16 engines' peak. *Bottleneck*: the busiest engine when it is busy more than half the latency,
-else "latency". Failed points: an `AssertionError` is the kernel's guard; a `CapacityError`
-means the SBUF tiles that must be live together (one buffer per allocation line) exceed the
-176 KiB usable per partition.
+16 engines' peak for the point's mix of DMAs (loads from HBM at the HBM read rate, the rest at
+the write rate; the summary's `dma_bandwidth_percent_of_peak`), i.e. the DMA floor over the
+latency. *Bottleneck*: the busiest engine when it is busy more than half the latency, else
+"latency". Failed points: an `AssertionError` is the kernel's guard.
 """
 PLOT_NOTES = """Left: the latency of every point at the large shape (step 1 is left out: other
 shape). Right: every engine's busy time stacked, the latency as a black tick. Steps 2 and 3 are
-almost all DMA time; from BLOCK_M = 4 on, TensorE (blue, the same 5.99 ms in every row) fills
-most of the latency.
+almost all DMA time; TensorE (blue, the same 5.99 ms in every row) fills most of the latency
+only where the traffic is small enough for the DMA engines to keep up with it.
 """
-WHY = """**Steps 2 and 3** are DMA-bound: the DMA queues are busy the whole time but move only
-26% and 39% of the peak bandwidth, because every transfer is small (256 B and 1 KiB per
-partition) and pays the per-DMA fixed cost. TensorE waits on those loads (the `tensor waited
-... on dma` stall, once per matmul).
+WHY = """**What bounds every point** is the larger of two floors: TensorE's, 5.99 ms (every
+matmul at the bf16 peak), and the time the 16 DMA engines need for the point's traffic: loads
+from HBM at `dma_hbm_read_bytes_per_ns` each (6.96 B/ns, 111 B/ns for all 16: fitted on AWS's
+matmul tutorial, docs/model.md), stores at the faster write rate. 640 MiB of traffic take as long
+as TensorE's floor; the *DMA bw of peak* column is the DMA floor over the latency.
 
-**Step 4**: the gain is reuse. Each rhs tile feeds BLOCK_M matmuls, so the traffic falls from
-4224 MiB at (1, 1) to 640 MiB at (8, 1). Tall blocks beat wide ones of the same size because rhs
-(128 MiB) is the operand read many times (32 / BLOCK_M) while lhsT is read once whatever the
-block: a wider BLOCK_N only makes each rhs DMA bigger (more efficient: 86% of peak at (2, 4))
-but does not cut the traffic, so (2, 4) stays DMA-bound where (4, 2) and (8, 1) are
-TensorE-bound. What keeps (8, 1) above the floor is TensorE waiting on VectorE: all 8 PSUM
-banks are one block's accumulator tile, so a block's first matmuls wait for the previous block's
-PSUM-to-SBUF copies (the `tensor_copy` stall, 652 us). The `memset` of
-`acc = nl.zeros(..., buffer=nl.psum)` costs nothing: the timing model folds it into the matmuls
-that start each bank's accumulation group (docs/model.md; before that rule covered a tile
-filled bank by bank, the memset cost (8, 1) an 885 us TensorE stall and 0.23 ms). Its 128 KiB
-lhsT block also gets a single buffer, so each of the 4 M blocks' lhsT loads waits for the last
-matmul of the block before. (8, 1) stays just behind step 5.
+**Steps 2 and 3** sit on the DMA floor (100% of the DMA peak): 5184 MiB in 48.4 ms and
+4224 MiB in 39.4 ms. Their transfers are small (256 B and 1 KiB per partition), but 16 engines
+keep enough of them in flight that the per-DMA fixed costs hide behind the reads. TensorE waits
+on those loads (the `tensor waited ... on dma` stall, once per matmul).
 
-**Step 5** at (8, 2, BLOCK_K) reads lhsT 8 times and rhs 4 times (1088 MiB, more than step 4's
-(8, 1)), yet it is faster: each PSUM group is only BLOCK_K matmuls long and the groups rotate
-through 4 PSUM buffers, so TensorE waits for VectorE only now and then (the `tensor_tensor`
-stall: the adds into the SBUF result), and the result stays in SBUF until the block's K walk
-ends. At (8, 2), smaller BLOCK_K is faster (4, then 8, then 16) although VectorE does more adds
-(63% busy at BLOCK_K = 4): the operand blocks are smaller, so more buffers of each fit (4, 3
-and 2 per operand block at BLOCK_K = 4, 8 and 16) and the first matmuls of a K block start
-after fewer DMAs. Bigger blocks move less data: (8, 4, 8) and (16, 2, 8) move 832 MiB and come
-next (6.68 and 6.76 ms, DMA queues 48% busy). They fit 176 KiB because the capacity model
-shrinks the rings with the most spare buffers first (docs/model.md): the result block drops to
-one buffer and both operand blocks keep two, so the next K block loads while the current one
-is multiplied. At (16, 2, 16) the blocks alone take 160 KiB: every operand and result ring has
-a single buffer (rings column), the next K block's load cannot start until every matmul of the
-current one has read its buffer, and DMA and TensorE take turns (TensorE 65% busy, 9.22 ms).
-How the real allocator trades buffers at this size is not documented, and the ranking of the
-big blocks depends on it: with the former policy (the largest ring shrinks first) (16, 2, 8)
-and (8, 4, 8) single-buffered an operand block and took 9.34 and 9.27 ms, behind (8, 2, 16).
+**Step 4**: the gain is reuse. Each rhs tile feeds BLOCK_M matmuls, so rhs (128 MiB) is read
+32 / BLOCK_M times while lhsT (64 MiB) is read once whatever the block: the traffic falls from
+4224 MiB at (1, 1) to 640 MiB at (8, 1), and BLOCK_N changes nothing ((2, 1), (2, 2) and (2, 4)
+all move 2176 MiB in 20.1 ms; a wider BLOCK_N only makes each rhs DMA bigger). Only (8, 1)
+reaches TensorE's floor: 89% busy, 6.76 ms. What keeps it above the floor: its DMA floor is
+right at TensorE's, so TensorE now and then waits for an rhs tile (`tensor waited ... on dma`
+at the rhs load), and between N blocks it waits for the PSUM-to-SBUF copies that free the 8
+PSUM banks (`tensor waited ... on vector`, `tensor_copy`). The `memset` of `acc = nl.zeros(...,
+buffer=nl.psum)` costs nothing: the timing model folds it into the matmuls that start each
+bank's accumulation group (docs/model.md).
+
+**Step 5** keeps the fp32 result block in SBUF, so PSUM no longer caps the block, but lhsT is
+now read 16 / BLOCK_N times: at (16, 2, 8) lhsT 8 times and rhs twice, 832 MiB, whose 7.46 ms
+of DMA time exceed TensorE's floor; the point ends at 8.67 ms, DMA-bound, behind step 4's (8, 1).
+The (8, 2, BLOCK_K) points move 1088 MiB (10.3 to 11.1 ms; a smaller BLOCK_K is a little faster:
+more buffers of each operand block fit, so the next K block loads sooner), (4, 2, 8) and
+(8, 1, 8) 1600 MiB. The blocks that would move less, (16, 4, 8) with 576 MiB and (32, 2, 8) and
+(8, 8, 8) with 704 MiB, do not fit SBUF with a buffer per allocation line: the compiler spills
+(256 to 584 MiB of spill traffic, timing/spill.py) and they end at 12.4 to 15.8 ms. So in this
+model blocking K with an SBUF accumulator pays only when it keeps the traffic down to step
+4's; AWS's own fully optimized kernel does that with a bf16 result strip per N block
+(kernels/matmul_strip.py: 640 MiB of reads; reports/validation.md compares it with AWS's
+measurement). The ranking rests on the fitted HBM read rate: at a higher rate step 5's larger
+blocks would reach TensorE's floor too.
 """
 
 PAIRS_INTRO = """The same sweep machinery on the two other kernel pairs, at their example shapes
@@ -328,15 +328,16 @@ lower to full-tile reductions and element-wise passes (the variance recomputes t
 subtracts, squares and reduces); with the final subtract and multiply that is seven
 full-width VectorE instructions per tile. The `bn_stats` version reads the tile twice: one
 `bn_stats` per 512-element chunk and one two-operator `tensor_scalar`, plus a small `bn_aggr`.
-VectorE time falls about 4x and, at the large shape, the kernel is DMA-bound at 99% of the DMA
-peak, 2.2x faster.
-**dma_rows**: both kernels are DMA-bound; each tile is one load, one multiply and one store,
-and grouping puts ROWS_PER_PARTITION rows in each partition of a tile, so there are that many
-times fewer DMAs, each that many times larger per partition. At 128 B per partition a DMA
-reaches 5% of the peak, so the latency halves each time ROWS_PER_PARTITION doubles up to 16
-(2 KiB per partition, 80% of peak) and still drops at 32 (4 KiB, 98%): the DMA efficiency
-curve of the model (docs/model.md), 19x from one end to the other. At 16, 65536 rows take the
-time 4096 rows take with one row per partition.
+VectorE time falls about 3.5x and the kernel becomes DMA-bound: at the large shape it sits on the
+DMA floor (100% of the DMA peak), 8% faster than the `nl` version, whose loads already take
+92% of its latency.
+**dma_rows**: each tile is one load, one multiply and one store. With one 128 B row per
+partition (`row_per_partition`) every DMA is small and pays its fixed cost: the DMA queues are
+busy only half the time and the kernel is latency-bound. Grouping puts ROWS_PER_PARTITION rows
+in each partition of a tile, so there are that many times fewer DMAs, each that many times
+larger per partition: at 2 rows the latency falls 43%, at 4 the kernel is on the DMA floor (98%
+of the DMA peak), and more rows per partition change nothing (16 and 32: 0.106 ms, 2x faster than
+one row per partition).
 
 """
 REGENERATE = """## Regenerating
