@@ -244,14 +244,21 @@ class NkiTensor(TensorSurface, TileOperators):
         full = self.shape if full is None else full
         base = list(self.base)
         shape = list(self.shape)
+        within = True  # every shrunk axis stays inside the view's own range
         for a, (lo, hi) in enumerate(box):
             if a >= len(shape) or a >= len(full) or shape[a] != full[a] or shape[a] <= 1:
                 continue
+            within = within and 0 <= lo <= hi <= shape[a]
             for d in range(len(base)):
                 base[d] += self.coefs[d][a] * lo
             shape[a] = hi - lo
-        return NkiTensor(self.decl, tuple(shape), self.dtype, tuple(base), self.coefs,
-                         self.space, self.lease, frame=self.frame)
+        view = NkiTensor(self.decl, tuple(shape), self.dtype, tuple(base), self.coefs,
+                         self.space, self.lease, inside=self._inside and within,
+                         frame=self.frame)
+        # A part of a view that passed the operand checks passes them too (inside the same
+        # tensor; an axis shrunk to size 1 can only remove a layout violation, not add one).
+        view._checked = self._checked and within
+        return view
 
     def partition_first(self) -> NkiTensor:
         """The same elements with the axis that walks the partitions moved to the front.
