@@ -253,10 +253,8 @@ class NkiTensor(TensorSurface, TileOperators):
                 base[d] += self.coefs[d][a] * lo
             shape[a] = hi - lo
         view = NkiTensor(self.decl, tuple(shape), self.dtype, tuple(base), self.coefs,
-                         self.space, self.lease, inside=self._inside and within,
-                         frame=self.frame)
-        # A part of a view that passed the operand checks passes them too (inside the same
-        # tensor; an axis shrunk to size 1 can only remove a layout violation, not add one).
+                         self.space, self.lease, inside=self._inside and within, frame=self.frame)
+        # a part of a checked view passes the checks (a size-1 axis adds no layout violation)
         view._checked = self._checked and within
         return view
 
