@@ -215,14 +215,17 @@ def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
         me, q = ins.id, queue_name(ins)
         queue_of[me] = q
         found: dict[int, int] = {}
-        for key in first_use.get(me, ()):  # the tile's slot was used by an earlier tile
-            old = prev_occupant[key]
+        for key in first_use.pop(me, ()):  # the tile's slot was used by an earlier tile
+            old = prev_occupant.pop(key)  # (both popped: read once, then only memory held)
             waits: dict[int, int] = {}
             if split.get(old & _TID_MASK):  # one block of a tensor: its columns only
                 live.touching(old & _TID_MASK, *tile_cols(old, plan.decls[old]), waits)
             else:
                 live.pop_all(old, waits)
             _set_slot_waits(slot_waits, slot_waits_for, key, waits)
+            slot_waits.pop(old, None)  # the previous occupant is dead (_slots): its own waits
+            for q in _COMPUTE_QUEUES:  # are never asked for again (kept, they grew with the
+                slot_waits_for.pop((old, q), None)  # program: a third of the schedule's peak)
         for key, holders in takes.get(me, ()):  # placed by live range (spill.py): the
             waits = {}  # tile's memory was last held by these tiles, dead or spilled
             for h in holders:
