@@ -45,6 +45,7 @@ import simpy
 from ..config import NeuronCoreConfig
 from .cost import (cycles_to_ns, instruction_cycles, kernel_work, matmul_stage_cycles,
                    pipeline_latency_ns)
+from .deps import KIND_BITS, KIND_MASK
 from .dma import DmaEngines
 from .event_log import EventLog
 from .events import COMPUTE_ROWS, LOAD_STATIONARY, MULTIPLY_MOVING, TENSOR_LS_ROW, TimingResult
@@ -146,7 +147,8 @@ class _InstanceRun:
         prev = self.no_latency.get(iid)
         # Each instruction's edges are made once: its schedule entry is dropped as it is read
         # (the schedule belongs to this run; freeing it as the run goes lowers peak memory).
-        for p, kind in self.inst.deps.pop(iid, ()):
+        for (e,) in self.inst.deps.take(iid):
+            p, kind = e >> KIND_BITS, e & KIND_MASK
             qp = self.queue_of[p]
             if qp == DMA_QUEUE:
                 extra = cfg.semaphore_latency_ns
