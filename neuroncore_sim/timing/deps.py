@@ -9,7 +9,8 @@ kind``: 8 bytes per edge, plus 33 for the object, and no object per edge.
 
 :class:`Deps` reads as the mapping it replaces (instruction id -> ((producer id, kind), ...)),
 for tests, reports and :mod:`.hoist`; the timing run takes each instruction's edges once with
-:meth:`Deps.take`, packed, and unpacks them itself (``e >> KIND_BITS``, ``e & KIND_MASK``).
+:meth:`Deps.take` (or :meth:`Deps.take_packed` and :func:`edge_code`, one edge at a time), and
+unpacks them itself (``e >> KIND_BITS``, ``e & KIND_MASK``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from collections.abc import Iterable, Iterator, MutableMapping
 KIND_BITS = 2
 KIND_MASK = (1 << KIND_BITS) - 1
 _EDGE = struct.Struct("q")
+#: Bytes of one packed edge.
+EDGE_BYTES = _EDGE.size
 #: edges count -> the Struct packing that many (made on first use)
 _PACKERS: dict[int, struct.Struct] = {}
 
@@ -30,6 +33,11 @@ def _packer(n: int) -> struct.Struct:
     if s is None:
         s = _PACKERS[n] = struct.Struct(f"{n}q")
     return s
+
+
+def edge_code(packed: bytes, i: int) -> int:
+    """Edge ``i`` of packed edges (:meth:`Deps.take_packed`): ``producer << KIND_BITS | kind``."""
+    return _EDGE.unpack_from(packed, i * EDGE_BYTES)[0]
 
 
 Edges = tuple[tuple[int, int], ...]
@@ -61,6 +69,11 @@ class Deps(MutableMapping[int, Edges]):
         each instruction's edges once, and what it has read is only memory held."""
         b = self._packed.pop(iid, None)
         return _EDGE.iter_unpack(b) if b else iter(())
+
+    def take_packed(self, iid: int) -> bytes:
+        """Remove the edges of ``iid`` and return them as they are stored (``b""`` when it has
+        no entry): ``len(packed) // EDGE_BYTES`` edges, read with :func:`edge_code`."""
+        return self._packed.pop(iid, b"")
 
     def __getitem__(self, iid: int) -> Edges:
         return tuple((e >> KIND_BITS, e & KIND_MASK) for (e,) in

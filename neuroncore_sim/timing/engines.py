@@ -45,7 +45,7 @@ import simpy
 from ..config import NeuronCoreConfig
 from .cost import (cycles_to_ns, instruction_cycles, kernel_work, matmul_stage_cycles,
                    pipeline_latency_ns)
-from .deps import KIND_BITS, KIND_MASK
+from .deps import EDGE_BYTES, KIND_BITS, KIND_MASK, edge_code
 from .dma import DmaEngines
 from .event_log import EventLog
 from .events import COMPUTE_ROWS, LOAD_STATIONARY, MULTIPLY_MOVING, TENSOR_LS_ROW, TimingResult
@@ -162,6 +162,14 @@ class _InstanceRun:
                 extra = self._pipeline_ns(qp) + cfg.semaphore_latency_ns
             out.append((p, 0.0 if p == prev else extra))
         return out
+
+    def dma_extra(self, p: int, kind: int) -> float:
+        """The latency a DMA's dependency on ``p`` (of ``kind``) adds after its end: what
+        :meth:`edges` gives a DMA (no DMA reads a result without the pipeline latency)."""
+        qp = self.queue_of[p]
+        if qp == DMA_QUEUE or kind == WAR:
+            return self.cfg.semaphore_latency_ns
+        return self._pipeline_ns(qp) + self.cfg.semaphore_latency_ns
 
     def _pipeline_ns(self, queue: str) -> float:
         """``pipeline_latency_ns`` of a compute queue's engine (computed once per queue)."""
@@ -428,10 +436,14 @@ class _Dma:
     by a callback appended to the event it waits on), so every DMA is issued at the same time
     and in the same order."""
 
-    __slots__ = ("run", "iid", "edges", "next", "entry", "ready", "why")
+    __slots__ = ("run", "iid", "edges", "count", "next", "entry", "ready", "why")
 
     def __init__(self, run: _InstanceRun, iid: int) -> None:
-        self.run, self.iid, self.edges, self.next = run, iid, run.edges(iid), 0
+        # Its edges stay packed (deps.py) until it reaches them: every DMA starts waiting at
+        # once, and the edges of all of them made as lists were a fifth of an element-wise
+        # run's peak memory.
+        self.run, self.iid, self.edges, self.next = run, iid, run.inst.deps.take_packed(iid), 0
+        self.count = len(self.edges) // EDGE_BYTES
         self.entry = self.ready = run.env.now
         self.why = -1  # the producer that set ready last
 
@@ -440,15 +452,16 @@ class _Dma:
         latency of the last visible result)."""
         run = self.run
         env, end, edges = run.env, run.end, self.edges
-        while self.next < len(edges):
-            p, extra = edges[self.next]
+        while self.next < self.count:
+            e = edge_code(edges, self.next)
+            p = e >> KIND_BITS
             if p not in end:
                 ev = run.waiters.get(p)
                 if ev is None:
                     ev = run.waiters[p] = env.event()
                 ev.callbacks.append(self.step)
                 return
-            t = end[p] + extra
+            t = end[p] + run.dma_extra(p, e & KIND_MASK)
             if t > self.ready:
                 self.ready, self.why = t, p
             self.next += 1
