@@ -76,17 +76,26 @@ def simulate_timing(program: Program, config: NeuronCoreConfig,
         CapacityError: the program's tiles do not fit in SBUF/PSUM (from the scheduler).
     """
     schedule = build_schedule(program, config)
+    instances, warnings = list(schedule.instances), schedule.warnings
+    del schedule  # (each instance's schedule is freed once it has run)
     log = EventLog(config.dma_engines)
     ends: dict[int, float] = {}
     t0 = 0.0
     tick = _Ticker(progress, len(program.instructions))
-    for inst in schedule.instances:
-        t0 = _InstanceRun(inst, config, t0, log, ends, tick).run()
+    # Instruction id -> instruction and -> queue name, lists shared by the instances' runs (ids
+    # are dense: the program's, then its spill copies'); a dict of each per instance was about
+    # 100 bytes per instruction of a timing-only run's peak memory.
+    size = 1 + max((ins.id for inst in instances for ins in inst.instructions), default=-1)
+    tables: tuple[list, list] = ([None] * size, [None] * size)
+    for k in range(len(instances)):
+        inst, instances[k] = instances[k], None
+        t0 = _InstanceRun(inst, config, t0, log, ends, tick, tables).run()
+        del inst
     tick.done()
     events, busy, latency = log.finish()
     return TimingResult(events=events, latency_ns=latency, busy_ns=busy,
                         instruction_end_ns=ends, work=kernel_work(program, config),
-                        warnings=schedule.warnings)
+                        warnings=warnings)
 
 
 class _Ticker:
@@ -114,11 +123,17 @@ class _InstanceRun:
     """One simpy run of one SPMD instance, starting at ``t0``."""
 
     def __init__(self, inst: InstanceSchedule, config: NeuronCoreConfig, t0: float,
-                 log: EventLog, ends: dict[int, float], tick: _Ticker) -> None:
+                 log: EventLog, ends: dict[int, float], tick: _Ticker,
+                 tables: tuple[list, list]) -> None:
         self.inst, self.cfg, self.log, self.tick = inst, config, log, tick
         self.env = simpy.Environment(initial_time=t0)
-        self.by_id = {ins.id: ins for ins in inst.instructions}
-        self.queue_of = {iid: q for q, ids in inst.queues.items() for iid in ids}
+        # (by id, this instance's entries: a producer is always of the same instance)
+        self.by_id, self.queue_of = tables
+        for ins in inst.instructions:
+            self.by_id[ins.id] = ins
+        for q, ids in inst.queues.items():
+            for iid in ids:
+                self.queue_of[iid] = q
         self.end = ends  # instruction id -> end (the instance's own entries are added)
         self.waiters: dict[int, simpy.Event] = {}
         self.sbuf_port = simpy.Resource(self.env, capacity=1)
@@ -204,7 +219,7 @@ class _InstanceRun:
             # as simpy callbacks: no process, generator or end event per DMA.
             self.env.process(self._start_dmas(dmas))
         self.env.run()
-        ends = [self.end[iid] for iid in self.by_id]
+        ends = [self.end[ins.id] for ins in self.inst.instructions]
         return max(ends, default=self.env.now)
 
     # --- helpers ----------------------------------------------------------------------------
@@ -440,8 +455,7 @@ class _Dma:
 
     def __init__(self, run: _InstanceRun, iid: int) -> None:
         # Its edges stay packed (deps.py) until it reaches them: every DMA starts waiting at
-        # once, and the edges of all of them made as lists were a fifth of an element-wise
-        # run's peak memory.
+        # once, and all their edges as lists were ~170 B/instr of an element-wise run's peak.
         self.run, self.iid, self.edges, self.next = run, iid, run.inst.deps.take_packed(iid), 0
         self.count = len(self.edges) // EDGE_BYTES
         self.entry = self.ready = run.env.now
