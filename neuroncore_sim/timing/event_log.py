@@ -33,7 +33,7 @@ DMA_ENGINE_WAIT = "dma_engine"
 #: Events per chunk of a column (module docstring): 256 KiB of a float column.
 CHUNK = 1 << 15
 #: The log's columns and their :mod:`array` typecodes.
-_COLUMNS = (("instr_id", "q"), ("row", "H"), ("opcode", "H"), ("start", "d"), ("end", "d"),
+_COLUMNS = (("instr_id", "i"), ("row", "H"), ("opcode", "H"), ("start", "d"), ("end", "d"),
             ("nbytes", "q"), ("waited", "i"), ("source", "i"), ("instance", "i"))
 
 
@@ -161,20 +161,25 @@ class EventLog:
         order = np.lexsort((joined["end"], joined["instr_id"], rank[joined["row"]],
                             joined["start"]))  # last key first; stable
 
-        def take(name: str) -> np.ndarray:
+        def take(name: str, dtype: np.dtype | type | None = None) -> np.ndarray:
             out = column(name)[order]
             joined.pop(name, None)  # (its buffer is freed with the last view of it)
-            return out
+            return out if dtype is None else out.astype(dtype)
 
-        numbers = {"instr_id": take("instr_id"), "start_ns": take("start"),
-                   "end_ns": take("end"), "nbytes": take("nbytes"),
-                   "instance": take("instance")}
-        row = take("row")
-        table = EventTable(numbers, {
-            "engine": (row, tuple(names[c] for c in range(len(names)))),
-            "opcode": (take("opcode"), tuple(self.opcodes)),
-            "waited_on": (take("waited"), tuple(self.whys)),
-            "source": (take("source"), tuple(self.sources))})
+        def codes(name: str, strings: tuple[str, ...]) -> tuple[np.ndarray, tuple[str, ...]]:
+            """A string field: its codes in the smallest dtype that holds them."""
+            return take(name, np.min_scalar_type(max(len(strings) - 1, 0))), strings
+
+        # The code columns first: they come out smaller than the log's, which makes room for
+        # the numbers' copies (the sort's peak is its first copies, with all the log still held).
+        strings = {"engine": codes("row", tuple(names[c] for c in range(len(names)))),
+                   "opcode": codes("opcode", tuple(self.opcodes)),
+                   "waited_on": codes("waited", tuple(self.whys)),
+                   "source": codes("source", tuple(self.sources))}
+        numbers = {"start_ns": take("start"), "end_ns": take("end"), "nbytes": take("nbytes"),
+                   "instance": take("instance"), "instr_id": take("instr_id", np.int64)}
+        table = EventTable({k: numbers[k] for k in _NUMBER_ORDER}, strings)
+        row = strings["engine"][0]
         del order
         self.__init__(0)  # a fresh, empty log
         start, end = numbers["start_ns"], numbers["end_ns"]
@@ -189,5 +194,7 @@ class EventLog:
         return table, busy, latency
 
 
+#: The order of EventTable's number columns.
+_NUMBER_ORDER = ("instr_id", "start_ns", "end_ns", "nbytes", "instance")
 #: numpy dtype of each array typecode the log uses.
 _DTYPES = {"q": np.int64, "H": np.uint16, "d": np.float64, "i": np.int32}
