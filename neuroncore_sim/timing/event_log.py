@@ -30,8 +30,9 @@ from .events import COMPUTE_ROWS, DMA_ROW_PREFIX, EventTable, dma_row, is_dma_ro
 
 #: What a DMA transfer waited on when every DMA engine was busy.
 DMA_ENGINE_WAIT = "dma_engine"
-#: Events per chunk of a column (module docstring): 256 KiB of a float column.
-CHUNK = 1 << 15
+#: Events per chunk of a column (module docstring): 128 KiB of a float column, small enough
+#: for the holes of its growth to be reused, large enough to need few maps.
+CHUNK = 1 << 14
 #: The log's columns and their :mod:`array` typecodes.
 _COLUMNS = (("instr_id", "i"), ("row", "H"), ("opcode", "H"), ("start", "d"), ("end", "d"),
             ("nbytes", "q"), ("waited", "i"), ("source", "i"), ("instance", "i"))
