@@ -91,6 +91,7 @@ def simulate_timing(program: Program, config: NeuronCoreConfig,
         inst, instances[k] = instances[k], None
         t0 = _InstanceRun(inst, config, t0, log, ends, tick, tables).run()
         del inst
+    del tables  # (before the events' sort needs memory)
     tick.done()
     events, busy, latency = log.finish()
     return TimingResult(events=events, latency_ns=latency, busy_ns=busy,

@@ -199,7 +199,7 @@ def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
     ls_skip: list[int] = []
     last_stationary: tuple[object, ...] | None = None
     live = _LiveAccesses()
-    written = {a.tensor.id for ins in instrs for a in ins.dsts.values()}  # (see the reads)
+    written = {a.tensor.id for i in instrs for a in i.dsts.values() if a.space is MemSpace.HBM}
     split = plan.split
     #: tile key -> the accesses of its slot's previous occupant (dependency kind per instruction)
     slot_waits: dict[int, dict[int, int]] = {}
