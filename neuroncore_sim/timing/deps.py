@@ -63,12 +63,12 @@ class Deps(MutableMapping[int, Edges]):
         self._packed[iid] = _packer(len(found)).pack(
             *sorted([p << KIND_BITS | k for p, k in found.items()]))
 
-    def take(self, iid: int) -> Iterator[tuple[int]]:
-        """Remove the edges of ``iid`` and return them packed, as 1-tuples
-        ``(producer << KIND_BITS | kind,)`` (none when it has no entry): the timing run reads
-        each instruction's edges once, and what it has read is only memory held."""
+    def take(self, iid: int) -> tuple[int, ...]:
+        """Remove the edges of ``iid`` and return them packed, ``producer << KIND_BITS |
+        kind`` each (none when it has no entry): the timing run reads each instruction's edges
+        once, and what it has read is only memory held."""
         b = self._packed.pop(iid, None)
-        return _EDGE.iter_unpack(b) if b else iter(())
+        return _packer(len(b) // EDGE_BYTES).unpack(b) if b else ()
 
     def take_packed(self, iid: int) -> bytes:
         """Remove the edges of ``iid`` and return them as they are stored (``b""`` when it has

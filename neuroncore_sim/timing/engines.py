@@ -163,7 +163,7 @@ class _InstanceRun:
         prev = self.no_latency.get(iid)
         # Each instruction's edges are made once: its schedule entry is dropped as it is read
         # (the schedule belongs to this run; freeing it as the run goes lowers peak memory).
-        for (e,) in self.inst.deps.take(iid):
+        for e in self.inst.deps.take(iid):
             p, kind = e >> KIND_BITS, e & KIND_MASK
             qp = self.queue_of[p]
             if qp == DMA_QUEUE:

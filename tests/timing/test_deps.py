@@ -21,7 +21,7 @@ def test_packed_edges_read_as_sorted_pairs(table):
     want = {iid: tuple(sorted(found.items())) for iid, found in table.items()}
     assert deps == want and dict(deps) == want and len(deps) == len(want)
     for iid, found in table.items():
-        taken = [(e >> KIND_BITS, e & KIND_MASK) for (e,) in deps.take(iid)]
+        taken = [(e >> KIND_BITS, e & KIND_MASK) for e in deps.take(iid)]
         assert tuple(taken) == want[iid] and iid not in deps  # taken once, then dropped
     assert list(deps.take(12345)) == [] and len(deps) == 0
 
