@@ -78,8 +78,9 @@ def loop_carried_reads(program: Program) -> list[LoopDependencyWarning]:
     #: (tensor id, row bucket) -> rectangles recorded there so far (their order, _Write.seq)
     live: dict[tuple[int, int], int] = {}
     #: (tensor id, row bucket) -> column bucket -> the live rectangles that meet it, in
-    #: recorded order
-    cols: dict[tuple[int, int], dict[int, list[_Write]]] = {}
+    #: recorded order; or the one rectangle recorded there (the first write of a fresh tile,
+    #: most of them: a dict and a list for each were most of the check's memory)
+    cols: dict[tuple[int, int], dict[int, list[_Write]] | _Write] = {}
     outermost = None
     exact: dict[int, bool] = {}  # id(access) -> _exact(access): accesses repeat (accumulators)
     for ins in program.instructions:
@@ -184,7 +185,8 @@ def _carried_write(live: dict, cols: dict, a: Access,
         if not by_col:
             continue
         # the rectangles meeting its column buckets, in the order they were recorded
-        candidates = by_col.get(c0, ()) if c0 == c1 else _gather(by_col, c0, c1)
+        candidates = ((by_col,) if type(by_col) is _Write else
+                      by_col.get(c0, ()) if c0 == c1 else _gather(by_col, c0, c1))
         for w in candidates:
             # (columns first: the writes that miss a read are usually other blocks of a row)
             if not (c_lo < w.c_hi and w.c_lo < c_hi and w.r_lo < r_hi and r_lo < w.r_hi):
@@ -243,8 +245,10 @@ def _record(live: dict, cols: dict, a: Access, ins: Instruction,
         if not by_col:  # the usual case: the first write of a fresh tile
             new.seq = (0,)
             live[key] = 1
-            cols[key] = {cb: [new] for cb in range(c0, c1 + 1)}
+            cols[key] = new  # (alone; by column bucket from the second write on)
             continue
+        if type(by_col) is _Write:
+            by_col = cols[key] = {cb: [by_col] for cb in _span(by_col, csize)}
         if exact is None:
             exact = exact_of.get(id(a))
             if exact is None:

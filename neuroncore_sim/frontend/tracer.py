@@ -38,7 +38,7 @@ from ..errors import (InputWriteWarning, SimulatorError, SimulatorWarning, Unsup
                       caller_loc)
 from ..program.ir import (Access, Engine, Instruction, MemSpace, Opcode, Placement, Predicate,
                           Program, SourceLoc, TensorDecl)
-from ..program.layout import geometry_memo
+from ..program.layout import geometry_memo, shared_attrs
 from .loopcheck import loop_carried_reads
 from .mask_bool import leftover, pending_masks
 from .view_cache import ViewCache
@@ -370,8 +370,8 @@ class Tracer:
     def _append(self, opcode: Opcode, engine: Engine, dsts: dict[str, Access],
                 srcs: dict[str, Access], attrs: dict[str, object], mask: Predicate | None,
                 loc: SourceLoc | None, loops: tuple[tuple[int, int], ...]) -> Instruction:
-        ins = Instruction(len(self.program.instructions), opcode, engine, dsts, srcs, attrs,
-                          loc, mask, self.instance, loops)
+        ins = Instruction(len(self.program.instructions), opcode, engine, dsts, srcs,
+                          shared_attrs(attrs), loc, mask, self.instance, loops)
         self.program.instructions.append(ins)
         if self.on_record is not None and not (ins.id + 1) % RECORD_REPORT_EVERY:
             self.on_record(ins.id + 1)

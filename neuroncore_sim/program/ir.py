@@ -125,7 +125,7 @@ class TensorDecl:
         set_id(self, id)
         set_name(self, name)
         set_space(self, space)
-        set_shape(self, shape)
+        set_shape(self, geometry[3])  # (an equal shape of an earlier tensor, shared)
         set_dtype(self, dtype)
         set_pa(self, partition_axis)
         set_kind(self, kind)
@@ -341,6 +341,8 @@ class Instruction:
         dsts: role -> region written (the main output is "out").
         srcs: role -> region read.
         attrs: plain values (operator names, scalars, flags), per :data:`OPCODE_DOC`.
+            Read-only, like ``dsts`` and ``srcs``: instructions with equal attrs share one dict
+            (``layout.shared_attrs``).
         loc: the user's kernel line that issued it.
         mask: which output elements are written (None: all). Already shrunk to its bounding box.
         instance: index of the SPMD program instance (0 for a kernel without a grid).

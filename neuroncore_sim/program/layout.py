@@ -35,19 +35,23 @@ class GeometryMemo:
     """The layout and access-bounds memos of one launch.
 
     Attributes:
-        layouts: (shape, partition_axis) -> (rows, row_size, strides): tiles of one shape repeat
-            in every loop.
+        layouts: (shape, partition_axis) -> (rows, row_size, strides, shape): tiles of one
+            shape repeat in every loop. The shape is the first equal one seen: later tensors
+            share it.
         bounds: (row_size, offset, pattern) -> (row_lo, row_hi, col_lo, col_hi, size, pattern) of
             an Access: most accesses repeat the geometry of an earlier one (the same slice of
             each new tile). The pattern is the first equal one seen: later accesses share it
             (fewer live objects).
+        attrs: the attrs dicts of the launch's instructions by content (:func:`shared_attrs`).
     """
 
-    __slots__ = ("layouts", "bounds")
+    __slots__ = ("layouts", "bounds", "attrs")
 
     def __init__(self) -> None:
-        self.layouts: dict[tuple[tuple[int, ...], int], tuple[int, int, tuple[int, ...]]] = {}
+        self.layouts: dict[tuple[tuple[int, ...], int],
+                           tuple[int, int, tuple[int, ...], tuple[int, ...]]] = {}
         self.bounds: dict[tuple[int, int, tuple[tuple[int, int], ...]], tuple[object, ...]] = {}
+        self.attrs: dict[tuple[tuple[object, ...], ...], dict[str, object]] = {}
 
 
 #: The memo of the launch being recorded (None outside a launch: nothing is remembered).
@@ -72,23 +76,55 @@ def slot_setters(cls: type, names: str) -> tuple:
     return tuple(cls.__dict__[n].__set__ for n in names.split())
 
 
-def layout(shape: tuple[int, ...], partition_axis: int) -> tuple[int, int, tuple[int, ...]]:
-    """(rows, row_size, strides) of a tensor of ``shape`` stored partition-major (remembered in
-    the launch's memo for a tuple of plain ints)."""
+def layout(shape: tuple[int, ...], partition_axis: int
+           ) -> tuple[int, int, tuple[int, ...], tuple[int, ...]]:
+    """(rows, row_size, strides, shape) of a tensor of ``shape`` stored partition-major
+    (remembered in the launch's memo for a tuple of plain ints; the shape returned is then the
+    first equal one, for the tensor to keep instead of its own)."""
     memo = ACTIVE_MEMO.get()
     if memo is None:
-        return compute_layout(shape, partition_axis)
+        return compute_layout(shape, partition_axis) + (shape,)
     layouts = memo.layouts
     if type(shape) is tuple:
         found = layouts.get((shape, partition_axis))
         if found is not None:
             return found
-    result = compute_layout(shape, partition_axis)
+    result = compute_layout(shape, partition_axis) + (shape,)
     if type(shape) is tuple and all(type(v) is int for v in (*shape, partition_axis)):
         if len(layouts) >= CACHE_SIZE:
             layouts.clear()
         layouts[(shape, partition_axis)] = result
     return result
+
+
+def shared_attrs(attrs: dict[str, object]) -> dict[str, object]:
+    """An equal attrs dict the launch's memo already holds (the first one seen), else
+    ``attrs``, remembered. A kernel's instructions carry a few distinct attrs (one per opcode
+    and operator, about), and a dict is 184 bytes even with one key: an element-wise kernel's
+    Program kept 1,150 bytes per instruction with one attrs dict each, 970 with them shared.
+    Attrs are read-only once recorded (the IR's contract), so sharing them changes nothing a
+    reader sees.
+
+    Only dicts of plain ``str``, ``int``, ``bool``, ``float`` and ``None`` values are shared,
+    matched by type too (``1``, ``1.0`` and ``True`` are equal in Python but not the same attr)
+    and by the sign of a float (``-0.0 == 0.0``); any other value keeps the dict its own."""
+    memo = ACTIVE_MEMO.get()
+    if memo is None:
+        return attrs
+    key = []
+    for k, v in attrs.items():
+        t = type(v)
+        if t is str or t is bool or t is int or v is None:
+            key.append((k, t, v))
+        elif t is float:
+            key.append((k, t, v, math.copysign(1.0, v)))
+        else:
+            return attrs
+    table = memo.attrs
+    found = table.setdefault(tuple(key), attrs)
+    if found is attrs and len(table) > CACHE_SIZE:  # (a NaN never matches: bounded)
+        table.clear()
+    return found
 
 
 def compute_layout(shape: tuple[int, ...], partition_axis: int

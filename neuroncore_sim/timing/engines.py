@@ -45,6 +45,7 @@ import simpy
 from ..config import NeuronCoreConfig
 from .cost import (cycles_to_ns, instruction_cycles, kernel_work, matmul_stage_cycles,
                    pipeline_latency_ns)
+from .deps import EDGE_BYTES, KIND_BITS, KIND_MASK, edge_code
 from .dma import DmaEngines
 from .event_log import EventLog
 from .events import COMPUTE_ROWS, LOAD_STATIONARY, MULTIPLY_MOVING, TENSOR_LS_ROW, TimingResult
@@ -75,17 +76,27 @@ def simulate_timing(program: Program, config: NeuronCoreConfig,
         CapacityError: the program's tiles do not fit in SBUF/PSUM (from the scheduler).
     """
     schedule = build_schedule(program, config)
+    instances, warnings = list(schedule.instances), schedule.warnings
+    del schedule  # (each instance's schedule is freed once it has run)
     log = EventLog(config.dma_engines)
     ends: dict[int, float] = {}
     t0 = 0.0
     tick = _Ticker(progress, len(program.instructions))
-    for inst in schedule.instances:
-        t0 = _InstanceRun(inst, config, t0, log, ends, tick).run()
+    # Instruction id -> instruction and -> queue name, lists shared by the instances' runs (ids
+    # are dense: the program's, then its spill copies'); a dict of each per instance was about
+    # 100 bytes per instruction of a timing-only run's peak memory.
+    size = 1 + max((ins.id for inst in instances for ins in inst.instructions), default=-1)
+    tables: tuple[list, list] = ([None] * size, [None] * size)
+    for k in range(len(instances)):
+        inst, instances[k] = instances[k], None
+        t0 = _InstanceRun(inst, config, t0, log, ends, tick, tables).run()
+        del inst
+    del tables  # (before the events' sort needs memory)
     tick.done()
     events, busy, latency = log.finish()
     return TimingResult(events=events, latency_ns=latency, busy_ns=busy,
                         instruction_end_ns=ends, work=kernel_work(program, config),
-                        warnings=schedule.warnings)
+                        warnings=warnings)
 
 
 class _Ticker:
@@ -113,11 +124,17 @@ class _InstanceRun:
     """One simpy run of one SPMD instance, starting at ``t0``."""
 
     def __init__(self, inst: InstanceSchedule, config: NeuronCoreConfig, t0: float,
-                 log: EventLog, ends: dict[int, float], tick: _Ticker) -> None:
+                 log: EventLog, ends: dict[int, float], tick: _Ticker,
+                 tables: tuple[list, list]) -> None:
         self.inst, self.cfg, self.log, self.tick = inst, config, log, tick
         self.env = simpy.Environment(initial_time=t0)
-        self.by_id = {ins.id: ins for ins in inst.instructions}
-        self.queue_of = {iid: q for q, ids in inst.queues.items() for iid in ids}
+        # (by id, this instance's entries: a producer is always of the same instance)
+        self.by_id, self.queue_of = tables
+        for ins in inst.instructions:
+            self.by_id[ins.id] = ins
+        for q, ids in inst.queues.items():
+            for iid in ids:
+                self.queue_of[iid] = q
         self.end = ends  # instruction id -> end (the instance's own entries are added)
         self.waiters: dict[int, simpy.Event] = {}
         self.sbuf_port = simpy.Resource(self.env, capacity=1)
@@ -151,7 +168,8 @@ class _InstanceRun:
         prev = self.no_latency.get(iid)
         # Each instruction's edges are made once: its schedule entry is dropped as it is read
         # (the schedule belongs to this run; freeing it as the run goes lowers peak memory).
-        for p, kind in self.inst.deps.pop(iid, ()):
+        for e in self.inst.deps.take(iid):
+            p, kind = e >> KIND_BITS, e & KIND_MASK
             qp = self.queue_of[p]
             if qp == DMA_QUEUE:
                 extra = cfg.semaphore_latency_ns
@@ -165,6 +183,14 @@ class _InstanceRun:
                 extra = self._pipeline_ns(qp) + cfg.semaphore_latency_ns
             out.append((p, 0.0 if p == prev else extra))
         return out
+
+    def dma_extra(self, p: int, kind: int) -> float:
+        """The latency a DMA's dependency on ``p`` (of ``kind``) adds after its end: what
+        :meth:`edges` gives a DMA (no DMA reads a result without the pipeline latency)."""
+        qp = self.queue_of[p]
+        if qp == DMA_QUEUE or kind == WAR:
+            return self.cfg.semaphore_latency_ns
+        return self._pipeline_ns(qp) + self.cfg.semaphore_latency_ns
 
     def _pipeline_ns(self, queue: str) -> float:
         """``pipeline_latency_ns`` of a compute queue's engine (computed once per queue)."""
@@ -199,7 +225,7 @@ class _InstanceRun:
             # as simpy callbacks: no process, generator or end event per DMA.
             self.env.process(self._start_dmas(dmas))
         self.env.run()
-        ends = [self.end[iid] for iid in self.by_id]
+        ends = [self.end[ins.id] for ins in self.inst.instructions]
         return max(ends, default=self.env.now)
 
     # --- helpers ----------------------------------------------------------------------------
@@ -435,10 +461,13 @@ class _Dma:
     by a callback appended to the event it waits on), so every DMA is issued at the same time
     and in the same order."""
 
-    __slots__ = ("run", "iid", "edges", "next", "entry", "ready", "why")
+    __slots__ = ("run", "iid", "edges", "count", "next", "entry", "ready", "why")
 
     def __init__(self, run: _InstanceRun, iid: int) -> None:
-        self.run, self.iid, self.edges, self.next = run, iid, run.edges(iid), 0
+        # Its edges stay packed (deps.py) until it reaches them: every DMA starts waiting at
+        # once, and all their edges as lists were ~170 B/instr of an element-wise run's peak.
+        self.run, self.iid, self.edges, self.next = run, iid, run.inst.deps.take_packed(iid), 0
+        self.count = len(self.edges) // EDGE_BYTES
         self.entry = self.ready = run.env.now
         self.why = -1  # the producer that set ready last
 
@@ -447,15 +476,16 @@ class _Dma:
         latency of the last visible result)."""
         run = self.run
         env, end, edges = run.env, run.end, self.edges
-        while self.next < len(edges):
-            p, extra = edges[self.next]
+        while self.next < self.count:
+            e = edge_code(edges, self.next)
+            p = e >> KIND_BITS
             if p not in end:
                 ev = run.waiters.get(p)
                 if ev is None:
                     ev = run.waiters[p] = env.event()
                 ev.callbacks.append(self.step)
                 return
-            t = end[p] + extra
+            t = end[p] + run.dma_extra(p, e & KIND_MASK)
             if t > self.ready:
                 self.ready, self.why = t, p
             self.next += 1

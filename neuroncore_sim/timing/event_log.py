@@ -7,10 +7,19 @@ A timing-only launch makes several events per instruction (one per DMA transfer:
 one call per column) and keeps strings as codes into per-field tables, so an event costs 48
 bytes; :meth:`EventLog.finish` sorts the columns with numpy into the order the timing model
 defines (start, row, instruction, end; stable) and sums busy time per row.
+
+Chunks. A column is filled in an array of up to :data:`CHUNK` events, then moved to an
+anonymous memory map of its own, and the next chunk starts. A column grown whole as one array
+is moved by every reallocation, and once the C allocator keeps large blocks on its heap (glibc
+does after the first large block is freed) every move left a hole there: a timing-only run's
+peak held about as much memory in those holes as in its events. A chunk's array grows only to
+the chunk's size (the next chunk reuses its holes), and a map is given back to the system as
+soon as :meth:`EventLog.finish` has joined its column.
 """
 
 from __future__ import annotations
 
+import mmap
 from array import array
 from itertools import repeat
 
@@ -21,6 +30,12 @@ from .events import COMPUTE_ROWS, DMA_ROW_PREFIX, EventTable, dma_row, is_dma_ro
 
 #: What a DMA transfer waited on when every DMA engine was busy.
 DMA_ENGINE_WAIT = "dma_engine"
+#: Events per chunk of a column (module docstring): 128 KiB of a float column, small enough
+#: for the holes of its growth to be reused, large enough to need few maps.
+CHUNK = 1 << 14
+#: The log's columns and their :mod:`array` typecodes.
+_COLUMNS = (("instr_id", "i"), ("row", "H"), ("opcode", "H"), ("start", "d"), ("end", "d"),
+            ("nbytes", "q"), ("waited", "i"), ("source", "i"), ("instance", "i"))
 
 
 def _row_rank(row: str) -> tuple[int, int, str]:
@@ -49,19 +64,24 @@ class EventLog:
     """
 
     def __init__(self, dma_engines: int) -> None:
-        self.instr_id = array("q")
-        self.row = array("H")
-        self.opcode = array("H")
-        self.start = array("d")
-        self.end = array("d")
-        self.nbytes = array("q")
-        self.waited = array("i")
-        self.source = array("i")
-        self.instance = array("i")
+        #: column -> its full chunks, in order, each in its own map (the attribute of that name
+        #: is the chunk being filled)
+        self.chunks: dict[str, list[mmap.mmap]] = {name: [] for name, _ in _COLUMNS}
+        self._new_chunk()
         self.rows: dict[str, int] = {dma_row(e): e for e in range(dma_engines)}
         self.opcodes: dict[str, int] = {}
         self.whys: dict[str, int] = {DMA_ENGINE_WAIT: 0}
         self.sources: dict[str, int] = {}
+
+    def _new_chunk(self) -> None:
+        """Move the chunks being filled (if any) to maps and start new ones."""
+        for name, typecode in _COLUMNS:
+            col = getattr(self, name, None)
+            if col is not None:
+                kept = mmap.mmap(-1, len(col) * col.itemsize)
+                kept.write(col)
+                self.chunks[name].append(kept)
+            setattr(self, name, array(typecode))
 
     def row_code(self, row: str) -> int:
         """The code of row ``row`` (``"vector"``, ``"tensor_ls"``, ...)."""
@@ -86,6 +106,8 @@ class EventLog:
         self.waited.append(code if code is not None else _code(self.whys, why))
         self.source.append(source)
         self.instance.append(instance)
+        if len(self.instance) >= CHUNK:
+            self._new_chunk()
 
     def add_transfers(self, instr_id: int, opcode: str, placed: PlacedTransfers, why: str,
                       source: int, instance: int) -> None:
@@ -107,38 +129,58 @@ class EventLog:
             self.waited.extend(repeat(why_code, n))
         self.source.extend(repeat(source, n))
         self.instance.extend(repeat(instance, n))
+        if len(self.instance) >= CHUNK:
+            self._new_chunk()
 
     def finish(self) -> tuple[EventTable, dict[str, float], float]:
         """The events sorted by (start, row in display order, instruction, end), stably; the
         busy time per row (in order of first appearance, summed in that order) and the
         latency (the last end). The log's columns are released as they are sorted (each is
-        read in place, then dropped), so the sort needs little memory beyond the result."""
+        joined, its chunks dropped, then sorted), so the sort needs little memory beyond the
+        result."""
         names = {c: r for r, c in self.rows.items()}
-        rank = np.zeros(max(len(self.rows), 1), dtype=np.int64)
+        # (rank codes as small as the rows allow: the sort key made of them is one per event)
+        rank = np.zeros(max(len(self.rows), 1), dtype=np.min_scalar_type(len(self.rows)))
         for i, code in enumerate(sorted(names, key=lambda c: _row_rank(names[c]))):
             rank[code] = i
+        joined: dict[str, np.ndarray] = {}
 
-        def view(name: str) -> np.ndarray:
-            col = getattr(self, name)
-            return np.frombuffer(col, dtype=_DTYPES[col.typecode])
+        def column(name: str) -> np.ndarray:
+            """The whole column, its chunks joined (and then dropped)."""
+            col = joined.get(name)
+            if col is None:
+                last = getattr(self, name)
+                parts = [*self.chunks.pop(name), last]
+                setattr(self, name, None)
+                dtype = _DTYPES[last.typecode]
+                col = (np.frombuffer(last, dtype=dtype) if len(parts) == 1 else
+                       np.concatenate([np.frombuffer(p, dtype=dtype) for p in parts]))
+            return col  # (the maps are unmapped as ``parts`` goes)
 
-        order = np.lexsort((view("end"), view("instr_id"), rank[view("row")],
-                            view("start")))  # last key first; stable
+        for name in ("end", "instr_id", "row", "start"):  # the sort keys, joined once
+            joined[name] = column(name)
+        order = np.lexsort((joined["end"], joined["instr_id"], rank[joined["row"]],
+                            joined["start"]))  # last key first; stable
 
-        def take(name: str) -> np.ndarray:
-            out = view(name)[order]
-            setattr(self, name, None)  # (its buffer is freed with the last view of it)
-            return out
+        def take(name: str, dtype: np.dtype | type | None = None) -> np.ndarray:
+            out = column(name)[order]
+            joined.pop(name, None)  # (its buffer is freed with the last view of it)
+            return out if dtype is None else out.astype(dtype)
 
-        numbers = {"instr_id": take("instr_id"), "start_ns": take("start"),
-                   "end_ns": take("end"), "nbytes": take("nbytes"),
-                   "instance": take("instance")}
-        row = take("row")
-        table = EventTable(numbers, {
-            "engine": (row, tuple(names[c] for c in range(len(names)))),
-            "opcode": (take("opcode"), tuple(self.opcodes)),
-            "waited_on": (take("waited"), tuple(self.whys)),
-            "source": (take("source"), tuple(self.sources))})
+        def codes(name: str, strings: tuple[str, ...]) -> tuple[np.ndarray, tuple[str, ...]]:
+            """A string field: its codes in the smallest dtype that holds them."""
+            return take(name, np.min_scalar_type(max(len(strings) - 1, 0))), strings
+
+        # The code columns first: they come out smaller than the log's, which makes room for
+        # the numbers' copies (the sort's peak is its first copies, with all the log still held).
+        strings = {"engine": codes("row", tuple(names[c] for c in range(len(names)))),
+                   "opcode": codes("opcode", tuple(self.opcodes)),
+                   "waited_on": codes("waited", tuple(self.whys)),
+                   "source": codes("source", tuple(self.sources))}
+        numbers = {"start_ns": take("start"), "end_ns": take("end"), "nbytes": take("nbytes"),
+                   "instance": take("instance"), "instr_id": take("instr_id", np.int64)}
+        table = EventTable({k: numbers[k] for k in _NUMBER_ORDER}, strings)
+        row = strings["engine"][0]
         del order
         self.__init__(0)  # a fresh, empty log
         start, end = numbers["start_ns"], numbers["end_ns"]
@@ -153,5 +195,7 @@ class EventLog:
         return table, busy, latency
 
 
+#: The order of EventTable's number columns.
+_NUMBER_ORDER = ("instr_id", "start_ns", "end_ns", "nbytes", "instance")
 #: numpy dtype of each array typecode the log uses.
 _DTYPES = {"q": np.int64, "H": np.uint16, "d": np.float64, "i": np.int32}

@@ -20,7 +20,7 @@ overhead.
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, MutableMapping
 
 from ..program.ir import Engine, Instruction, Opcode
 
@@ -77,7 +77,7 @@ def loop_invariant(instructions: Iterable[Instruction]) -> dict[int, int]:
     return out
 
 
-def read_first_results(deps: dict[int, tuple[tuple[int, int], ...]],
+def read_first_results(deps: MutableMapping[int, tuple[tuple[int, int], ...]],
                        ls_deps: dict[int, tuple[int, ...]], origin: dict[int, int],
                        raw: int) -> None:
     """The readers of a loop-invariant repeat read the first computation's result, which the

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 from ..errors import SpillWarning
 from .capacity import BufferPlan, BufferRing
+from .deps import Deps
 from .hoist import loop_invariant, read_first_results
 from ..config import NeuronCoreConfig
 from ..program.ir import DMA_OPCODES, Access, Engine, Instruction, MemSpace, Opcode, Program
@@ -64,8 +65,8 @@ class InstanceSchedule:
         instance: the instance index.
         instructions: its instructions, in program order.
         queues: engine name -> instruction ids in issue order ("dma": DMA instructions).
-        deps: instruction id -> ((producer id, kind), ...) sorted by producer id; kind is
-            RAW, WAW or WAR.
+        deps: instruction id -> ((producer id, kind), ...) sorted by producer id (packed,
+            :class:`~.deps.Deps`); kind is RAW, WAW or WAR.
         ls_deps: nc_matmul id -> producers its stationary operand reads from (RAW); its
             LoadStationary stage waits only for these.
         ls_skip: nc_matmul ids whose stationary is already in the array (same region as the
@@ -78,7 +79,7 @@ class InstanceSchedule:
     instance: int
     instructions: tuple[Instruction, ...]
     queues: dict[str, tuple[int, ...]]
-    deps: dict[int, tuple[tuple[int, int], ...]]
+    deps: Deps
     ls_deps: dict[int, tuple[int, ...]]
     ls_skip: frozenset[int]
     rings: tuple[BufferRing, ...]
@@ -190,15 +191,15 @@ def _slots(tids: tuple[int, ...], first: dict[int, int], last: dict[int, int],
 def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
              first_use: dict[int, list[int]], plan: BufferPlan,
              takes: dict[int, list[tuple[int, tuple[int, ...]]]]
-             ) -> tuple[dict[int, tuple[tuple[int, int], ...]], dict[int, tuple[int, ...]],
-                        list[int]]:
+             ) -> tuple[Deps, dict[int, tuple[int, ...]], list[int]]:
     version: dict[int, int] = {}
     queue_of: dict[int, str] = {}
-    deps: dict[int, tuple[tuple[int, int], ...]] = {}
+    deps = Deps()
     ls_deps: dict[int, tuple[int, ...]] = {}
     ls_skip: list[int] = []
     last_stationary: tuple[object, ...] | None = None
     live = _LiveAccesses()
+    written = {a.tensor.id for i in instrs for a in i.dsts.values() if a.space is MemSpace.HBM}
     split = plan.split
     #: tile key -> the accesses of its slot's previous occupant (dependency kind per instruction)
     slot_waits: dict[int, dict[int, int]] = {}
@@ -215,14 +216,16 @@ def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
         me, q = ins.id, queue_name(ins)
         queue_of[me] = q
         found: dict[int, int] = {}
-        for key in first_use.get(me, ()):  # the tile's slot was used by an earlier tile
-            old = prev_occupant[key]
+        for key in first_use.pop(me, ()):  # the tile's slot was used by an earlier tile
+            old = prev_occupant.pop(key)  # (both popped: read once, then only memory held)
             waits: dict[int, int] = {}
             if split.get(old & _TID_MASK):  # one block of a tensor: its columns only
                 live.touching(old & _TID_MASK, *tile_cols(old, plan.decls[old]), waits)
             else:
                 live.pop_all(old, waits)
             _set_slot_waits(slot_waits, slot_waits_for, key, waits)
+            _set_slot_waits(slot_waits, slot_waits_for, old, {})  # the previous occupant is
+            del slot_waits[old]  # dead (_slots): its waits are never asked for again (dropped)
         for key, holders in takes.get(me, ()):  # placed by live range (spill.py): the
             waits = {}  # tile's memory was last held by these tiles, dead or spilled
             for h in holders:
@@ -254,6 +257,8 @@ def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
                 slot_waits_for[kq] = []
         stationary: list[int] = []
         for role, a in ins.srcs.items():
+            if a.tensor.space is MemSpace.HBM and a.tensor.id not in written:
+                continue  # an input, never written: its reads conflict with nothing, not kept
             hits = live.read(a, me, found)
             if role == "stationary" and ins.opcode is Opcode.NC_MATMUL:
                 stationary = hits
@@ -267,7 +272,7 @@ def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
         if q != DMA_QUEUE:  # same in-order engine: only RAW needs an edge
             found = {j: k for j, k in found.items() if k == RAW or queue_of[j] != q}
         if found:
-            deps[me] = tuple(sorted(found.items()))
+            deps.add(me, found)
         if ins.opcode is Opcode.NC_MATMUL:
             st = ins.srcs["stationary"]
             key = (st.tensor.id, st.offset, st.pattern, version.get(st.tensor.id, 0),

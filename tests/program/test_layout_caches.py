@@ -105,6 +105,52 @@ def test_equal_patterns_share_one_object() -> None:
         assert Access(t, 8, odd).pattern is odd and Access(t, 8, first).pattern is first
 
 
+def test_equal_shapes_share_one_object() -> None:
+    first, again = (4, 8), tuple([4, 8])
+    with ir_layout.geometry_memo():
+        assert _decl(first).shape is first and _decl(again).shape is first
+        assert _decl(again, 1).shape is again  # another layout: its own
+    assert _decl(again).shape is again  # outside a launch nothing is shared
+
+
+def test_equal_attrs_share_one_dict() -> None:
+    """Equal attrs of plain values share the first dict; values equal in Python but not the
+    same attr (1, 1.0, True; 0.0, -0.0) and values of other types keep their own."""
+    share = ir_layout.shared_attrs
+    with ir_layout.geometry_memo():
+        first = {"op": "add", "scale": 1.0, "acc": None}
+        assert share(first) is first and share(dict(first)) is first
+        assert share({"op": "add", "acc": None, "scale": 1.0}) is not first  # order: another
+        for one in ({"v": 1}, {"v": 1.0}, {"v": True}, {"v": 0.0}, {"v": -0.0}):
+            kept = share(one)
+            assert kept is one and share(dict(one)) is one
+            assert type(kept["v"]) is type(one["v"]) and str(kept["v"]) == str(one["v"])
+        odd = {"v": np.float32(1.0)}
+        assert share(odd) is odd and share(dict(odd)) is not odd
+        assert share({}) is share({})
+    lone = {"op": "add"}
+    assert share(lone) is lone  # outside a launch nothing is shared
+
+
+def test_recorded_instructions_share_attrs() -> None:
+    """A launch's instructions with equal attrs hold one dict (read-only, per the IR)."""
+    import neuroncore_sim as ncs
+    from neuroncore_sim.frontend import language as nl
+
+    def kernel(a):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        for i in nl.affine_range(2):
+            nl.store(out[i], nl.add(nl.load(a[i]), 1.0))
+        return out
+
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    res = ncs.simulate(kernel, x, functional=True)
+    np.testing.assert_array_equal(res.outputs[0], x + 1)
+    dicts = {id(ins.attrs): ins.attrs for ins in res.program.instructions}
+    assert len(res.program.instructions) == 6  # per row: a load, an add, a store
+    assert len(dicts) == 2, dicts  # the DMAs' {"dst_rmw_op": None} and the add's
+
+
 def test_the_memo_belongs_to_one_launch() -> None:
     """No memo outside a launch; each launch records into a fresh one, gone when it ends."""
     import neuroncore_sim as ncs

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from neuroncore_sim.timing import event_log
 from neuroncore_sim.timing.event_log import DMA_ENGINE_WAIT, EventLog, _row_rank
 from neuroncore_sim.timing.events import Event, EventTable
 
@@ -56,6 +57,26 @@ def test_sorted_columns_match_the_python_sort(events):
     assert busy == ref_busy and list(busy) == list(ref_busy)  # same sums, same row order
     assert latency == ref_latency
     assert all(type(e.start_ns) is float and type(e.instr_id) is int for e in table)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.lists(_event, max_size=40), st.integers(1, 5))
+def test_chunked_columns_sort_as_whole_ones(events, chunk):
+    """Columns kept in chunks of a few events (moved to maps as they fill) sort as one."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(event_log, "CHUNK", chunk)
+        log = _with_transfers(_fill(events))
+        assert sum(len(c) for c in log.chunks["start"]) // 8 + len(log.start) == len(events) + 3
+        table, busy, latency = log.finish()
+    whole, whole_busy, whole_latency = _with_transfers(_fill(events)).finish()
+    assert (list(table), busy, latency) == (list(whole), whole_busy, whole_latency)
+
+
+def _with_transfers(log: EventLog) -> EventLog:
+    """``log`` and three DMA transfers of one instruction (one add_transfers call)."""
+    log.add_transfers(41, "dma_copy", ([1, 0, 2], [0.0, 1.5, 2.0], [1.0, 2.0, 9.0], [8, 8, 8],
+                                       [False, True, False]), "", log.source_code("k.py:7"), 0)
+    return log
 
 
 def test_transfers_of_a_dma_instruction_name_their_wait():
