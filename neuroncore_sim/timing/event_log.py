@@ -4,7 +4,7 @@
 A timing-only launch makes several events per instruction (one per DMA transfer: 16 for a
 128-partition copy); as one object each they cost time to make and most of the run's memory.
 :class:`EventLog` appends each field to a typed :mod:`array` (a DMA instruction's transfers in
-one call per column) and keeps strings as codes into per-field tables, so an event costs 48
+one call per column) and keeps strings as codes into per-field tables, so an event costs 44
 bytes; :meth:`EventLog.finish` sorts the columns with numpy into the order the timing model
 defines (start, row, instruction, end; stable) and sums busy time per row.
 
@@ -14,7 +14,10 @@ is moved by every reallocation, and once the C allocator keeps large blocks on i
 does after the first large block is freed) every move left a hole there: a timing-only run's
 peak held about as much memory in those holes as in its events. A chunk's array grows only to
 the chunk's size (the next chunk reuses its holes), and a map is given back to the system as
-soon as :meth:`EventLog.finish` has joined its column.
+soon as :meth:`EventLog.finish` has joined its column. Every :data:`CHUNKS_PER_DOUBLING`
+chunks the chunk size doubles (up to :data:`CHUNK_MAX` events), so a run of a hundred million
+events needs a few thousand maps, well below the system's limit on a process's maps
+(``vm.max_map_count``, 65530 by default), not one per 16384 events and column.
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ DMA_ENGINE_WAIT = "dma_engine"
 #: Events per chunk of a column (module docstring): 128 KiB of a float column, small enough
 #: for the holes of its growth to be reused, large enough to need few maps.
 CHUNK = 1 << 14
+#: The chunk size doubles after this many chunks of a column, up to CHUNK_MAX events.
+CHUNKS_PER_DOUBLING = 32
+CHUNK_MAX = 1 << 20
 #: The log's columns and their :mod:`array` typecodes.
 _COLUMNS = (("instr_id", "i"), ("row", "H"), ("opcode", "H"), ("start", "d"), ("end", "d"),
             ("nbytes", "q"), ("waited", "i"), ("source", "i"), ("instance", "i"))
@@ -82,6 +88,9 @@ class EventLog:
                 kept.write(col)
                 self.chunks[name].append(kept)
             setattr(self, name, array(typecode))
+        #: events the chunks being filled take before they are moved to maps
+        self.limit = min(CHUNK << (len(self.chunks["instance"]) // CHUNKS_PER_DOUBLING),
+                         max(CHUNK, CHUNK_MAX))
 
     def row_code(self, row: str) -> int:
         """The code of row ``row`` (``"vector"``, ``"tensor_ls"``, ...)."""
@@ -106,7 +115,7 @@ class EventLog:
         self.waited.append(code if code is not None else _code(self.whys, why))
         self.source.append(source)
         self.instance.append(instance)
-        if len(self.instance) >= CHUNK:
+        if len(self.instance) >= self.limit:
             self._new_chunk()
 
     def add_transfers(self, instr_id: int, opcode: str, placed: PlacedTransfers, why: str,
@@ -129,7 +138,7 @@ class EventLog:
             self.waited.extend(repeat(why_code, n))
         self.source.extend(repeat(source, n))
         self.instance.extend(repeat(instance, n))
-        if len(self.instance) >= CHUNK:
+        if len(self.instance) >= self.limit:
             self._new_chunk()
 
     def finish(self) -> tuple[EventTable, dict[str, float], float]:

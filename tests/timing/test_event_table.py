@@ -65,11 +65,28 @@ def test_chunked_columns_sort_as_whole_ones(events, chunk):
     """Columns kept in chunks of a few events (moved to maps as they fill) sort as one."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(event_log, "CHUNK", chunk)
+        mp.setattr(event_log, "CHUNKS_PER_DOUBLING", 2)  # (chunks of 1, 1, 2, 2, 4, ... events)
         log = _with_transfers(_fill(events))
         assert sum(len(c) for c in log.chunks["start"]) // 8 + len(log.start) == len(events) + 3
         table, busy, latency = log.finish()
     whole, whole_busy, whole_latency = _with_transfers(_fill(events)).finish()
     assert (list(table), busy, latency) == (list(whole), whole_busy, whole_latency)
+
+
+def test_chunks_grow_so_a_long_run_needs_few_maps():
+    """A column's chunks double in size every CHUNKS_PER_DOUBLING chunks, up to CHUNK_MAX
+    events: a long run stays far below the system's limit on memory maps."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(event_log, "CHUNK", 2)
+        mp.setattr(event_log, "CHUNKS_PER_DOUBLING", 3)
+        mp.setattr(event_log, "CHUNK_MAX", 8)
+        log = EventLog(1)
+        for i in range(60):
+            log.add(i, 0, "memset", float(i), i + 1.0, 4, "", log.source_code("k.py:1"), 0)
+        sizes = [len(c) // 8 for c in log.chunks["start"]]
+        assert sizes == [2, 2, 2, 4, 4, 4, 8, 8, 8, 8, 8] and len(log.start) == 2
+        table, _, _ = log.finish()
+    assert [e.instr_id for e in table] == list(range(60))
 
 
 def _with_transfers(log: EventLog) -> EventLog:
