@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..program.ir import Access
-from .basic_index import VIEW_CACHE_SIZE
+from ..program.ir import Access, MemSpace
+from .basic_index import keep_view
 from .view_cache import remember
 
 def affine_view(view: Any, key: tuple[Any, ...], index_expr: type,
@@ -90,9 +90,7 @@ def affine_view(view: Any, key: tuple[Any, ...], index_expr: type,
         out._access = Access(decl, offset, pattern, out._as_dtype(decl))
         out._checked = tile_ok
     if views is not None:
-        if len(views) >= VIEW_CACHE_SIZE:
-            del views[next(iter(views))]
-        views[vk] = out
+        keep_view(views, vk, out, view.space is MemSpace.HBM)
     return out
 
 

@@ -20,6 +20,20 @@ from .view_cache import remember
 #: How many views one view keeps cached (the oldest is dropped first). Big enough for a
 #: stationary block of a blocked matmul ([K tiles x M tiles] slices of one tile).
 VIEW_CACHE_SIZE = 1024
+#: The same for a view of an HBM tensor: kernels index those with ever new slices (each tile
+#: of an input is loaded once), so a thousand cached views of each kernel argument were held
+#: to the end of the trace for nothing (about 100 bytes per instruction of a 6,000-instruction
+#: element-wise kernel's peak memory).
+HBM_VIEW_CACHE_SIZE = 64
+
+
+def keep_view(views: dict[tuple[Any, ...], Any], key: tuple[Any, ...], view: Any,
+              hbm: bool) -> None:
+    """Cache ``view`` under ``key`` in a whole view's ``views``, dropping the oldest one when
+    the cache is full (:data:`VIEW_CACHE_SIZE`, :data:`HBM_VIEW_CACHE_SIZE` for HBM)."""
+    if len(views) >= (HBM_VIEW_CACHE_SIZE if hbm else VIEW_CACHE_SIZE):
+        del views[next(iter(views))]
+    views[key] = view
 
 Geometry = tuple[tuple[int, ...], tuple[int, ...], tuple[tuple[int, ...], ...], bool]
 

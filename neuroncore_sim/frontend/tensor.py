@@ -23,7 +23,7 @@ from ..program.ir import Access, MemSpace, TensorDecl
 from . import tracer as _tracer
 from .buffers import Buffer, buffer_of
 from .affine_index import affine_view
-from .basic_index import VIEW_CACHE_SIZE, basic_index, view_key, whole_index
+from .basic_index import basic_index, keep_view, view_key, whole_index
 from .indexing import DynamicIndex, IndexExpr, MaskExpr, _is_int, trailing_unit_indices
 from .index_expr import SplitExpr
 from .tensor_operators import TileOperators
@@ -328,9 +328,7 @@ class NkiTensor(TensorSurface, TileOperators):
                 view = NkiTensor(self.decl, shape, self.dtype, base, coefs, self.space,
                                  self.lease, inside=within and self._inside, frame=self.frame)
                 if views is not None:
-                    if len(views) >= VIEW_CACHE_SIZE:
-                        del views[next(iter(views))]
-                    views[cache_key] = view
+                    keep_view(views, cache_key, view, self.space is MemSpace.HBM)
                 return view
         elif (view := affine_view(self, key, IndexExpr, _affine_memo())) is not None:
             return view  # nl.mgrid exprs and ints

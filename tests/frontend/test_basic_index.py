@@ -124,3 +124,19 @@ def test_cached_view_does_not_hide_a_bad_index() -> None:
             t[True]
         with pytest.raises(SimulatorError, match="expected integer bounds"):
             t[1, 0:2.0]
+
+
+def test_whole_views_keep_few_views_of_hbm_tensors() -> None:
+    """A whole view caches the views it hands out, up to VIEW_CACHE_SIZE for a tile and
+    HBM_VIEW_CACHE_SIZE for an HBM tensor (indexed with ever new slices: its cache would only
+    hold memory); the latest views stay cached."""
+    from neuroncore_sim.frontend.basic_index import HBM_VIEW_CACHE_SIZE, VIEW_CACHE_SIZE
+
+    with Tracer(Program("t"), load_config(None)).active():
+        for space, bound in ((MemSpace.HBM, HBM_VIEW_CACHE_SIZE),
+                             (MemSpace.SBUF, VIEW_CACHE_SIZE)):
+            whole = NkiTensor.whole(TensorDecl(0, "t", space, (128, 4096), float32))
+            views = [whole[:, i:i + 2] for i in range(bound + 10)]
+            assert len(whole._views) == bound
+            assert whole[:, bound + 9:bound + 11] is views[-1]
+            assert whole[:, 0:2] is not views[0]  # (dropped first)
