@@ -186,8 +186,11 @@ class EventLog:
                    "opcode": codes("opcode", tuple(self.opcodes)),
                    "waited_on": codes("waited", tuple(self.whys)),
                    "source": codes("source", tuple(self.sources))}
+        instance = column("instance")  # (no column when every event is of instance 0)
         numbers = {"start_ns": take("start"), "end_ns": take("end"), "nbytes": take("nbytes"),
-                   "instance": take("instance"), "instr_id": take("instr_id", np.int64)}
+                   "instance": instance[order] if instance.any() else None,
+                   "instr_id": take("instr_id")}
+        del instance
         table = EventTable({k: numbers[k] for k in _NUMBER_ORDER}, strings)
         row = strings["engine"][0]
         del order

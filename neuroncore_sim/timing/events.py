@@ -119,9 +119,11 @@ class EventTable(Sequence):
     """The events of a launch, stored by column (numpy arrays), read as :class:`Event` records.
 
     A launch makes hundreds of thousands of events; as objects they were about a third of a
-    timing-only run's memory. Here an event is 48 bytes of columns: ``instr_id``, ``start_ns``,
-    ``end_ns``, ``nbytes`` and ``instance`` as numbers, and each string field (``engine``,
-    ``opcode``, ``waited_on``, ``source``) as a code into a tuple of its distinct strings.
+    timing-only run's memory. Here an event is about 32 bytes of columns: ``instr_id`` (int32),
+    ``start_ns``, ``end_ns`` (float64), ``nbytes`` (int64) and ``instance`` (int32; no column
+    at all for a launch of one instance, whose events are all of instance 0) as numbers, and
+    each string field (``engine``, ``opcode``, ``waited_on``, ``source``) as a code into a
+    tuple of its distinct strings.
 
     Reading it as a sequence (indexing, slicing, iterating, as on a tuple of Events) makes the
     :class:`Event` objects (Python ints, floats and strs) once, the first time, and keeps them:
@@ -130,7 +132,8 @@ class EventTable(Sequence):
 
     Args:
         numbers: field -> array, for ``instr_id``, ``start_ns``, ``end_ns``, ``nbytes``,
-            ``instance`` (all of one length).
+            ``instance`` (all of one length; ``instance`` may be None: every event is of
+            instance 0).
         strings: field -> (codes array, the strings the codes index), for ``engine``,
             ``opcode``, ``waited_on``, ``source``.
     """
@@ -144,11 +147,16 @@ class EventTable(Sequence):
         self._events: tuple[Event, ...] | None = None
 
     def column(self, name: str) -> np.ndarray:
-        """One field of every event as a numpy array (strings as an object array)."""
+        """One field of every event as a numpy array: times as float64, ``instr_id``,
+        ``nbytes`` and ``instance`` as int64 (stored narrower where they fit), strings as an
+        object array."""
         if name in self._str:
             codes, names = self._str[name]
             return np.array(names, dtype=object)[codes]
-        return self._num[name]
+        col = self._num[name]
+        if col is None:  # (instance of a one-instance launch)
+            return np.zeros(len(self), dtype=np.int64)
+        return col.astype(np.int64) if col.dtype.kind in "iu" and col.itemsize < 8 else col
 
     def _all(self) -> tuple[Event, ...]:
         """Every event as an object, made on the first call."""
@@ -162,7 +170,8 @@ class EventTable(Sequence):
             self._events = tuple(Event(*f) for f in zip(
                 n["instr_id"].tolist(), strs("engine"), strs("opcode"),
                 n["start_ns"].tolist(), n["end_ns"].tolist(), n["nbytes"].tolist(),
-                strs("waited_on"), strs("source"), n["instance"].tolist()))
+                strs("waited_on"), strs("source"),
+                n["instance"].tolist() if n["instance"] is not None else [0] * len(self)))
         return self._events
 
     def __len__(self) -> int:

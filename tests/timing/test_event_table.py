@@ -132,8 +132,21 @@ def test_table_columns_and_pickling():
     assert table.column("start_ns").tolist() == [0.0, 1.0, 4.0]
     assert table.column("engine").tolist() == ["vector", "dma1", "scalar"]
     assert table.column("waited_on").tolist() == ["", "", "vector#1"]
+    for name in ("instr_id", "nbytes", "instance"):  # (stored narrower, or not at all)
+        assert table.column(name).dtype == np.int64
+    assert table.column("instance").tolist() == [0, 0, 0]
     copy = pickle.loads(pickle.dumps(table))
     assert isinstance(copy, EventTable) and copy == table
+
+
+def test_instances_of_a_grid_are_kept():
+    """A launch of one instance stores no instance column (every event is of instance 0); a
+    grid's events keep theirs."""
+    one = _table()
+    assert one._num["instance"] is None and {e.instance for e in one} == {0}
+    grid = _fill([(0, "vector", "tensor_copy", 0.0, 2.0, 8, "", "k.py:3", 0),
+                  (1, "vector", "tensor_copy", 2.0, 3.0, 8, "", "k.py:3", 1)]).finish()[0]
+    assert [e.instance for e in grid] == [0, 1] and grid.column("instance").tolist() == [0, 1]
 
 
 def test_empty_log():
