@@ -47,6 +47,7 @@ from .cost import (cycles_to_ns, instruction_cycles, kernel_work, matmul_stage_c
                    pipeline_latency_ns)
 from .deps import EDGE_BYTES, KIND_BITS, KIND_MASK, edge_code
 from .dma import DmaEngines
+from .end_times import EndTimes, Ends, new_ends
 from .event_log import EventLog
 from .events import COMPUTE_ROWS, LOAD_STATIONARY, MULTIPLY_MOVING, TENSOR_LS_ROW, TimingResult
 from ..program.ir import Engine, Instruction, MemSpace, Opcode, Program
@@ -79,14 +80,13 @@ def simulate_timing(program: Program, config: NeuronCoreConfig,
     instances, warnings = list(schedule.instances), schedule.warnings
     del schedule  # (each instance's schedule is freed once it has run)
     log = EventLog(config.dma_engines)
-    ends: dict[int, float] = {}
     t0 = 0.0
     tick = _Ticker(progress, len(program.instructions))
-    # Instruction id -> instruction and -> queue name, lists shared by the instances' runs (ids
-    # are dense: the program's, then its spill copies'); a dict of each per instance was about
-    # 100 bytes per instruction of a timing-only run's peak memory.
+    # Instruction id -> instruction, queue name and end, by id and shared by the instances' runs
+    # (ids are dense: the program's, then its spill copies'; dicts took ~170 B/instr at peak).
     size = 1 + max((ins.id for inst in instances for ins in inst.instructions), default=-1)
     tables: tuple[list, list] = ([None] * size, [None] * size)
+    ends = new_ends(size)
     for k in range(len(instances)):
         inst, instances[k] = instances[k], None
         t0 = _InstanceRun(inst, config, t0, log, ends, tick, tables).run()
@@ -95,7 +95,7 @@ def simulate_timing(program: Program, config: NeuronCoreConfig,
     tick.done()
     events, busy, latency = log.finish()
     return TimingResult(events=events, latency_ns=latency, busy_ns=busy,
-                        instruction_end_ns=ends, work=kernel_work(program, config),
+                        instruction_end_ns=EndTimes(ends), work=kernel_work(program, config),
                         warnings=warnings)
 
 
@@ -124,7 +124,7 @@ class _InstanceRun:
     """One simpy run of one SPMD instance, starting at ``t0``."""
 
     def __init__(self, inst: InstanceSchedule, config: NeuronCoreConfig, t0: float,
-                 log: EventLog, ends: dict[int, float], tick: _Ticker,
+                 log: EventLog, ends: Ends, tick: _Ticker,
                  tables: tuple[list, list]) -> None:
         self.inst, self.cfg, self.log, self.tick = inst, config, log, tick
         self.env = simpy.Environment(initial_time=t0)
@@ -135,7 +135,7 @@ class _InstanceRun:
         for q, ids in inst.queues.items():
             for iid in ids:
                 self.queue_of[iid] = q
-        self.end = ends  # instruction id -> end (the instance's own entries are added)
+        self.end = ends  # instruction id -> end, NaN until it ran (end_times.py)
         self.waiters: dict[int, simpy.Event] = {}
         self.sbuf_port = simpy.Resource(self.env, capacity=1)
         self.psum_port = simpy.Resource(self.env, capacity=1)
@@ -244,7 +244,7 @@ class _InstanceRun:
         entry = ready = env.now
         why = -1  # the producer that set ready last (its name is made once, at the end)
         for p, extra in edges:
-            while p not in end:
+            while end[p] != end[p]:  # (NaN: not run yet)
                 ev = self.waiters.get(p)
                 if ev is None:
                     ev = self.waiters[p] = env.event()
@@ -264,8 +264,8 @@ class _InstanceRun:
         end = self.end
         ready, why = self.env.now, -1
         for p, extra in edges:
-            t = end.get(p)
-            if t is None:
+            t = end[p]
+            if t != t:  # (NaN: not run yet)
                 return None
             t += extra
             if t > ready:
@@ -479,7 +479,7 @@ class _Dma:
         while self.next < self.count:
             e = edge_code(edges, self.next)
             p = e >> KIND_BITS
-            if p not in end:
+            if end[p] != end[p]:  # (NaN: not run yet)
                 ev = run.waiters.get(p)
                 if ev is None:
                     ev = run.waiters[p] = env.event()

@@ -18,7 +18,7 @@ of the launch.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Iterator, overload
 
@@ -247,7 +247,7 @@ class TimingResult:
         busy_ns: row -> total time that row was busy (sum of its event durations; rows never
             overlap themselves).
         instruction_end_ns: ``Instruction.id`` -> when it completed (last stage or last
-            transfer).
+            transfer); the timing model gives an :class:`~.end_times.EndTimes`.
         work: the launch's total work (FLOPs, bytes), for bounds and utilisation.
         warnings: what the timing model found worth a warning (a SpillWarning when SBUF tiles
             are spilled), for the caller to show.
@@ -256,7 +256,7 @@ class TimingResult:
     events: Sequence[Event]
     latency_ns: float
     busy_ns: dict[str, float] = field(default_factory=dict)
-    instruction_end_ns: dict[int, float] = field(default_factory=dict)
+    instruction_end_ns: Mapping[int, float] = field(default_factory=dict)
     work: KernelWork = field(default_factory=KernelWork)
     warnings: tuple[Warning, ...] = ()
 
