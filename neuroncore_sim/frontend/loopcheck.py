@@ -247,12 +247,20 @@ def _record(live: dict, cols: dict, a: Access, ins: Instruction,
             live[key] = 1
             cols[key] = new  # (alone; by column bucket from the second write on)
             continue
-        if type(by_col) is _Write:
-            by_col = cols[key] = {cb: [by_col] for cb in _span(by_col, csize)}
         if exact is None:
             exact = exact_of.get(id(a))
             if exact is None:
                 exact = exact_of[id(a)] = _exact(a)
+        if type(by_col) is _Write:
+            if exact and (by_col.r_lo, by_col.r_hi, by_col.c_lo, by_col.c_hi) == (
+                    new.r_lo, new.r_hi, new.c_lo, new.c_hi):
+                # the write covers the one rectangle there (an accumulation's next step):
+                # what the general path below leaves, without its tables
+                new.seq = (live[key],)
+                live[key] += 1
+                cols[key] = new
+                continue
+            by_col = cols[key] = {cb: [by_col] for cb in _span(by_col, csize)}
         # The rectangles this write changes all meet its column buckets; each is replaced, in
         # its place in the recorded order, by what is left of it
         for w in [w for w in (by_col.get(c0, ()) if c0 == c1 else _gather(by_col, c0, c1))
