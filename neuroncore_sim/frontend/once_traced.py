@@ -40,17 +40,21 @@ def entry_indices(frame: FrameType | None) -> dict[str, Any]:
     return {name: value for name, value in frame.f_locals.items() if _is_index(value)}
 
 
-def restore_indices(frame: FrameType | None, entry: dict[str, Any]) -> None:
-    """Give ``frame``'s names their loop-entry index bindings back where the body rebound them."""
+def restore_indices(frame: FrameType | None, entry: dict[str, Any]) -> bool:
+    """Give ``frame``'s names their loop-entry index bindings back where the body rebound them;
+    True when it did. A body that rebound none in its first iteration rebinds none later (NKI
+    runs it once: what it binds cannot depend on the iteration), so the loops stop asking
+    after a False: reading ``frame.f_locals`` copies every local of the kernel, each time."""
     if frame is None or not entry:
-        return
+        return False
     local = frame.f_locals
     changed = {n: v for n, v in entry.items() if local.get(n, v) is not v}
     if not changed:
-        return
+        return False
     if sys.version_info >= (3, 13):  # f_locals is a write-through proxy (PEP 667)
         for name, value in changed.items():
             local[name] = value
-        return
+        return True
     local.update(changed)  # the frame's locals dict, written back to its fast locals
     ctypes.pythonapi.PyFrame_LocalsToFast(ctypes.py_object(frame), ctypes.c_int(0))
+    return True

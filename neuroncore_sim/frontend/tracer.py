@@ -241,12 +241,13 @@ class Tracer:
         self.program.loops.append(loc)
         outer, traced = self.loops, self.traced_loops
         frame, entry = _loop_frame()
+        rebinds = True  # (until an iteration rebound none: once_traced.restore_indices)
         try:
             for k, value in enumerate(iterations):
                 self.loops = outer + ((loop_id, k),)
                 self.traced_loops = traced + ((loc, k),)
-                if k:
-                    restore_indices(frame, entry)
+                if k and rebinds:
+                    rebinds = restore_indices(frame, entry)
                 yield value
         finally:
             self.loops = outer  # also on break / exceptions (the generator is closed)
@@ -258,11 +259,12 @@ class Tracer:
         loc = self.user_loc()
         traced = self.traced_loops
         frame, entry = _loop_frame()
+        rebinds = True
         try:
             for k, value in enumerate(iterations):
                 self.traced_loops = traced + ((loc, k),)
-                if k:
-                    restore_indices(frame, entry)
+                if k and rebinds:
+                    rebinds = restore_indices(frame, entry)
                 yield value
         finally:
             self.traced_loops = traced

@@ -50,3 +50,36 @@ def test_a_python_range_is_unrolled_so_the_rebinding_carries_over():
     expect_error(ShapeError, r"assignment: expected src shape \[128, 8\] \(the dst shape\), "
                  r"found \[128, 64\]", kernel,
                  np.zeros((2, 128, 64), F32))
+
+
+@pytest.mark.parametrize("loop", [nl.affine_range, nl.sequential_range])
+def test_a_body_that_rebinds_nothing_is_checked_once(loop, monkeypatch):
+    """Reading the kernel frame's locals each iteration is costly: a loop whose first
+    iteration rebound no index name is not checked again (NKI traces the body once, so later
+    iterations bind what the first did); one that rebinds is checked every iteration."""
+    from neuroncore_sim.frontend import tracer
+
+    calls = []
+
+    def counted(frame, entry):
+        calls.append(1)
+        return real(frame, entry)
+
+    real = tracer.restore_indices
+    monkeypatch.setattr(tracer, "restore_indices", counted)
+
+    def kernel(a, rebind):
+        out = nl.ndarray((6, 128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        ip = nl.arange(128)[:, None]
+        jf = nl.arange(64)[None, :]
+        for i in loop(6):
+            nl.store(out[i, ip, jf], value=nl.load(a[i, ip, jf]))
+            if rebind:
+                jf = nl.arange(64)[None, :]  # (a new, equal expression each iteration)
+        return out
+
+    a = RNG.standard_normal((6, 128, 64)).astype(F32)
+    for rebind, checks in ((False, 1), (True, 5)):
+        calls.clear()
+        np.testing.assert_array_equal(ncs.simulate(kernel, a, rebind, timing=False).outputs[0], a)
+        assert len(calls) == checks
