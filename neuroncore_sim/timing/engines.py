@@ -163,34 +163,29 @@ class _InstanceRun:
         """Dependencies of ``iid`` with the latency each adds after its producer's end (made
         when the instruction's turn comes, once, not kept: a list per instruction for the
         whole run was a tenth of a timing-only run's memory)."""
-        cfg, q = self.cfg, self.queue_of[iid]
+        q = self.queue_of[iid]
         out = []
         prev = self.no_latency.get(iid)
         # Each instruction's edges are made once: its schedule entry is dropped as it is read
         # (the schedule belongs to this run; freeing it as the run goes lowers peak memory).
         for e in self.inst.deps.take(iid):
-            p, kind = e >> KIND_BITS, e & KIND_MASK
-            qp = self.queue_of[p]
-            if qp == DMA_QUEUE:
-                extra = cfg.semaphore_latency_ns
-            elif qp == q:  # same in-order engine: only RAW edges remain
-                # [PERF fig16]: a dependent instruction waits on its own engine's semaphore
-                # too, after the producer's result is committed.
-                extra = 0.0 if q == "tensor" else self._pipeline_ns(q) + cfg.semaphore_latency_ns
-            elif kind == WAR:
-                extra = cfg.semaphore_latency_ns
-            else:
-                extra = self._pipeline_ns(qp) + cfg.semaphore_latency_ns
-            out.append((p, 0.0 if p == prev else extra))
+            p = e >> KIND_BITS
+            out.append((p, 0.0 if p == prev else self.edge_latency(q, p, e & KIND_MASK)))
         return out
 
-    def dma_extra(self, p: int, kind: int) -> float:
-        """The latency a DMA's dependency on ``p`` (of ``kind``) adds after its end: what
-        :meth:`edges` gives a DMA (no DMA reads a result without the pipeline latency)."""
-        qp = self.queue_of[p]
-        if qp == DMA_QUEUE or kind == WAR:
-            return self.cfg.semaphore_latency_ns
-        return self._pipeline_ns(qp) + self.cfg.semaphore_latency_ns
+    def edge_latency(self, q: str, p: int, kind: int) -> float:
+        """The latency an edge of ``kind`` from producer ``p`` adds after its end, for an
+        instruction on queue ``q`` (DMAs take it from here as they reach each edge)."""
+        qp, cfg = self.queue_of[p], self.cfg
+        if qp == DMA_QUEUE:
+            return cfg.semaphore_latency_ns
+        if qp == q:  # same in-order engine: only RAW edges remain
+            # [PERF fig16]: a dependent instruction waits on its own engine's semaphore
+            # too, after the producer's result is committed.
+            return 0.0 if q == "tensor" else self._pipeline_ns(q) + cfg.semaphore_latency_ns
+        if kind == WAR:
+            return cfg.semaphore_latency_ns
+        return self._pipeline_ns(qp) + cfg.semaphore_latency_ns
 
     def _pipeline_ns(self, queue: str) -> float:
         """``pipeline_latency_ns`` of a compute queue's engine (computed once per queue)."""
@@ -485,7 +480,7 @@ class _Dma:
                     ev = run.waiters[p] = env.event()
                 ev.callbacks.append(self.step)
                 return
-            t = end[p] + run.dma_extra(p, e & KIND_MASK)
+            t = end[p] + run.edge_latency(DMA_QUEUE, p, e & KIND_MASK)
             if t > self.ready:
                 self.ready, self.why = t, p
             self.next += 1
