@@ -104,28 +104,41 @@ def _form(view: Any, key: tuple[Any, ...], layout: tuple[Any, ...]) -> tuple[Any
     general = view._index_affine(key)
     shape, coefs = general.shape, general.coefs
     terms = tuple(tuple((a, c) for a, c in enumerate(row) if c) for row in view.coefs)
+    lo_ext, hi_ext = reach(coefs, shape) or (None, None)
+    return (shape, coefs, terms, lo_ext, hi_ext, general.tile_error() is None,
+            pattern_of(layout[1], coefs, shape))
+
+
+def reach(coefs: tuple[tuple[int, ...], ...], shape: tuple[int, ...]
+          ) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """How far a view of ``shape`` mapped by ``coefs`` reaches below and above its base along
+    each declared dim (``NkiTensor`` maps), or None for an empty view."""
     if 0 in shape:
-        lo_ext = hi_ext = None
-    else:
-        lo_ext, hi_ext = [], []
-        for row in coefs:
-            lo = hi = 0
-            for c, n in zip(row, shape):
-                ext = c * (n - 1)
-                if ext < 0:
-                    lo += ext
-                else:
-                    hi += ext
-            lo_ext.append(lo)
-            hi_ext.append(hi)
-        lo_ext, hi_ext = tuple(lo_ext), tuple(hi_ext)
+        return None
+    lows, highs = [], []
+    for row in coefs:
+        lo = hi = 0
+        for c, n in zip(row, shape):
+            ext = c * (n - 1)
+            if ext < 0:
+                lo += ext
+            else:
+                hi += ext
+        lows.append(lo)
+        highs.append(hi)
+    return tuple(lows), tuple(highs)
+
+
+def pattern_of(strides: tuple[int, ...], coefs: tuple[tuple[int, ...], ...],
+               shape: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+    """The (stride, size) pairs of a view of ``shape`` mapped by ``coefs`` onto dims of
+    ``strides`` (its access pattern, the offset aside)."""
     steps = [0] * len(shape)
-    for s, row in zip(layout[1], coefs):
+    for s, row in zip(strides, coefs):
         for a, c in enumerate(row):
             if c:
                 steps[a] += s * c
-    return (shape, coefs, terms, lo_ext, hi_ext, general.tile_error() is None,
-            tuple(zip(steps, shape)))
+    return tuple(zip(steps, shape))
 
 
 #: Marks the affine keys among the keys of a view's cache (basic_index.view_key makes the others).

@@ -22,7 +22,7 @@ from ..errors import AccessError, SimulatorError, UnsupportedError
 from ..program.ir import Access, MemSpace, TensorDecl
 from . import tracer as _tracer
 from .buffers import Buffer, buffer_of
-from .affine_index import affine_view
+from .affine_index import affine_view, pattern_of, reach
 from .basic_index import basic_index, keep_view, view_key, whole_index
 from .indexing import DynamicIndex, IndexExpr, MaskExpr, _is_int, trailing_unit_indices
 from .index_expr import SplitExpr
@@ -177,36 +177,23 @@ class NkiTensor(TensorSurface, TileOperators):
                 offset += s * b
             self._access = Access(decl, offset, tuple(zip(strides, shape)), self._as_dtype(decl))
             return self._access
-        steps = [0] * len(shape)
-        for s, b, row in zip(strides, self.base, self.coefs):
+        for s, b in zip(strides, self.base):
             offset += s * b
-            a = 0
-            for c in row:
-                if c:
-                    steps[a] += s * c
-                a += 1
-        self._access = Access(decl, offset, tuple(zip(steps, shape)), self._as_dtype(decl))
+        self._access = Access(decl, offset, pattern_of(strides, self.coefs, shape),
+                              self._as_dtype(decl))
         return self._access
 
     def out_of_bounds(self) -> str | None:
         """Describe the first declared dim this view indexes out of range, or None."""
         decl = self._resolved()
-        shape = self.shape
-        if 0 in shape:
+        ext = reach(self.coefs, self.shape)
+        if ext is None:
             return None
         dims = decl.shape if self.frame is None else self.frame[0]
-        for d, (b, row, size) in enumerate(zip(self.base, self.coefs, dims)):
-            lo = hi = b
-            for c, n in zip(row, shape):
-                if c:
-                    ext = c * (n - 1)
-                    if ext < 0:
-                        lo += ext
-                    else:
-                        hi += ext
-            if lo < 0 or hi >= size:
+        for d, (b, lo, hi, size) in enumerate(zip(self.base, *ext, dims)):
+            if b + lo < 0 or b + hi >= size:
                 return (f"index of dim {d} of {self._dims_name()}: expected "
-                        f"0..{size - 1}, found {lo}..{hi}")
+                        f"0..{size - 1}, found {b + lo}..{b + hi}")
         return None
 
     def tile_error(self) -> str | None:

@@ -90,7 +90,7 @@ class EventLog:
             setattr(self, name, array(typecode))
         #: events the chunks being filled take before they are moved to maps
         self.limit = min(CHUNK << (len(self.chunks["instance"]) // CHUNKS_PER_DOUBLING),
-                         max(CHUNK, CHUNK_MAX))
+                         CHUNK_MAX)
 
     def row_code(self, row: str) -> int:
         """The code of row ``row`` (``"vector"``, ``"tensor_ls"``, ...)."""
