@@ -5,10 +5,14 @@ their units (``_hz``, ``_bytes``, ``_ns``, ``_cycles``, ``_bytes_per_ns``). Each
 ``# source:`` comment naming the AWS document it comes from (keys into ``shared/arch.md``'s source
 legend), or says ``# assumption:`` and is listed in ``docs/model.md``.
 
-TOML files override fields by the same names::
+TOML files override fields by the same names, and the compile options (:class:`CompileOptions`,
+neuronx-cc's flags and the compile stage's switches) in a ``[compiler]`` table::
 
     base = "trn1"                 # optional: the preset to start from
     dma_engine_bytes_per_ns = 20.0
+
+    [compiler]
+    dge = true                    # neuronx-cc's run-time descriptor generation (--disable-dge: false)
 """
 
 from __future__ import annotations
@@ -29,6 +33,47 @@ KIB = 1024
 #: Version of the timing model: changed by every commit that moves estimates (a recalibration, a
 #: new mechanism), so stored cycle baselines can tell a model change from a kernel regression.
 MODEL_VERSION = "2026.11.28.3"
+
+#: neuronx-cc's ``--auto-cast`` values (which operations' fp32 inputs it casts to bf16).
+AUTO_CAST_MODES = ("none", "matmult", "all")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CompileOptions:
+    """What neuronx-cc is asked to do, and which of its behaviours the compile stage models.
+
+    The first fields are neuronx-cc's own options (``--disable-dge``, ``--auto-cast``); the
+    rest switch one pass of :mod:`neuroncore_sim.compiler` each (all on by default: off shows
+    a kernel as written, the pass's test shows what it changes). ``toolchain`` names the
+    neuronx-cc release whose behaviour the options stand for; it changes nothing by itself.
+    docs/model.md ("Compile stage") lists each pass with its source.
+    """
+
+    toolchain: str = "2.26"
+    #: Descriptors of the DMAs of kernel inputs and outputs generated at run time (DGE; on
+    #: NeuronCore-v2 software DGE on GpSimd) instead of precomputed on the host.
+    dge: bool = False
+    #: ``--auto-cast``: "none", "matmult" (fp32 matmul inputs run as bf16) or "all".
+    auto_cast: str = "matmult"
+    fold_psum_zeros: bool = True
+    hoist_invariants: bool = True
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            want = str if f.type == "str" else bool
+            if type(value) is not want:
+                raise ConfigError(f"compile option {f.name!r} must be "
+                                  f"{'a string' if want is str else 'true or false'}, found "
+                                  f"{value!r}")
+        if self.auto_cast not in AUTO_CAST_MODES:
+            raise ConfigError(f"compile option 'auto_cast' must be one of "
+                              f"{', '.join(AUTO_CAST_MODES)}, found {self.auto_cast!r}")
+
+    @staticmethod
+    def names() -> tuple[str, ...]:
+        """The option names, in declaration order."""
+        return tuple(f.name for f in dataclasses.fields(CompileOptions))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -105,11 +150,17 @@ class NeuronCoreConfig:
     gpsimd_rsqrt_slowdown: float
     partition_reduce_cycles_per_element: float
 
+    # --- what the compiler is asked to do (neuronx-cc's options, the compile stage's passes) --
+    compiler: CompileOptions = CompileOptions()
+
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError(f"config field 'name' must be a non-empty string, found {self.name!r}")
+        if not isinstance(self.compiler, CompileOptions):
+            raise ConfigError("config field 'compiler' must be a CompileOptions (a [compiler] "
+                              f"table in TOML), found {self.compiler!r}")
         for f in dataclasses.fields(self):
-            if f.name == "name":
+            if f.name in ("name", "compiler"):
                 continue
             value = getattr(self, f.name)
             if f.type == "int":  # counts, sizes and cycle numbers are whole numbers
@@ -157,6 +208,7 @@ class NeuronCoreConfig:
         """A short hash of every hardware field (the name left out): two configs with the same
         fingerprint give the same estimates under one MODEL_VERSION."""
         fields = {f: getattr(self, f) for f in self.__dataclass_fields__ if f != "name"}
+        fields["compiler"] = dataclasses.asdict(self.compiler)
         text = json.dumps(fields, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
@@ -279,15 +331,33 @@ def load_config(spec: str | Path | NeuronCoreConfig | None = None) -> NeuronCore
 def override(base: NeuronCoreConfig, fields: dict[str, object], where: str) -> NeuronCoreConfig:
     """``base`` with some fields replaced (checked like any config).
 
+    Compile options are given as ``{"compiler": {"dge": True}}`` (a TOML ``[compiler]`` table)
+    or as dotted names, ``{"compiler.dge": True}``; the options not named keep ``base``'s.
+
     Raises:
         ConfigError: a name that is not a field, or a value the field does not accept (the
             message starts with ``where``).
     """
+    fields = dict(fields)
+    options = {k.split(".", 1)[1]: fields.pop(k) for k in list(fields)
+               if k.startswith("compiler.")}
+    table = fields.pop("compiler", None)
+    if table is not None:
+        if not isinstance(table, dict):
+            raise ConfigError(f"{where}: 'compiler' must be a table of compile options "
+                              f"({', '.join(CompileOptions.names())}), found {table!r}")
+        options = {**table, **options}
     unknown = sorted(set(fields) - set(field_names()))
     if unknown:
         raise ConfigError(f"{where}: unknown field(s) {unknown}; expected "
                           f"{fields_hint(unknown[0])}")
+    bad = sorted(set(options) - set(CompileOptions.names()))
+    if bad:
+        raise ConfigError(f"{where}: unknown compile option(s) {bad}; expected one of "
+                          f"{', '.join(CompileOptions.names())}")
     try:
+        if options:
+            fields["compiler"] = dataclasses.replace(base.compiler, **options)
         return dataclasses.replace(base, **fields)
     except ConfigError as e:
         raise ConfigError(f"{where}: {e}") from None

@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
 
-from .timing.placement import check_capacity
+from .compiler.placement import check_capacity
 from .config import NeuronCoreConfig, load_config
 from .environment import launch_environment
 from .launch_outputs import collect_outputs

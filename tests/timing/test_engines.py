@@ -15,7 +15,7 @@ from neuroncore_sim.timing.cost import roofline_ns
 from neuroncore_sim.timing.events import is_dma_row
 from neuroncore_sim.program.ir import Program
 from neuroncore_sim.result import EVENT_COLUMNS, SimResult
-from neuroncore_sim.timing.schedule import build_schedule
+from neuroncore_sim.compiler.passes import compile_program
 from neuroncore_sim.timing.engines import simulate_timing
 
 ALL = slice(None)
@@ -255,7 +255,7 @@ def test_no_row_runs_two_things_at_once(program):
 @given(programs())
 def test_every_dependency_is_respected(program):
     res = simulate_timing(program, TRN1)
-    sched = build_schedule(program, TRN1).instances[0]
+    sched = compile_program(program, TRN1).instances[0]
     main_start: dict[int, float] = {}
     ls_start: dict[int, float] = {}
     for e in res.events:

@@ -437,6 +437,10 @@ def _config_cases() -> list[ConfigCase]:
         if f.name == "name":
             cases.append(ConfigCase("name", 'name = ""', "5",
                                     r"'name' must be a non-empty string, found (''|5)"))
+        elif f.name == "compiler":  # a table of compile options, not a value
+            cases.append(ConfigCase("compiler", 'compiler = "fast"', "-1",
+                                    r"'compiler' must be a table of compile options \(toolchain, "
+                                    r"dge, .*\), found ('fast'|-1)"))
         elif f.type == "int":  # a whole number > 0: zero in the file, a fraction on the line
             cases.append(ConfigCase(f.name, f"{f.name} = 0", "2.5",
                                     rf"'{f.name}' must be a positive integer, found (0|2.5)"))

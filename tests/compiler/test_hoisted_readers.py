@@ -1,4 +1,4 @@
-"""Readers of a loop-invariant repeat read the first result (neuroncore_sim/timing/hoist.py,
+"""Readers of a loop-invariant repeat read the first result (neuroncore_sim/compiler/hoist.py,
 ``read_first_results``): the compiler computes ``nl.negative(m)`` once, so a ScalarE
 activation that takes it as its bias in every iteration does not wait for VectorE to reach the
 repeat in its in-order queue (behind the VectorE reduction of the previous iteration's

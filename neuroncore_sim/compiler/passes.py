@@ -1,0 +1,64 @@
+"""The compile stage's pass pipeline: from the Program as the kernel wrote it to the engine
+streams the hardware runs.
+
+Per SPMD instance, in this order (each pass one module; the switch is its field of
+:class:`~neuroncore_sim.config.CompileOptions`, ``config.compiler``):
+
+==========================  ======================  =============================================
+pass                        switch                  module
+==========================  ======================  =============================================
+fold PSUM zero memsets      ``fold_psum_zeros``     :mod:`.psum_zeros`
+loop-invariant repeats      ``hoist_invariants``    :mod:`.hoist`
+memory: rings, placement,   (always: a kernel must  :mod:`.capacity`, :mod:`.spill`,
+spills                      fit)                    :mod:`.placement`
+engine streams, semaphores  (always)                :mod:`.schedule`
+==========================  ======================  =============================================
+
+A pass that is switched off leaves the instructions as they came: with every switch off, the
+streams are the kernel's instructions in program order on the engines the front end chose.
+"""
+
+from __future__ import annotations
+
+from ..config import NeuronCoreConfig
+from ..program.ir import Instruction, Program
+from .hoist import loop_invariant, without_sources
+from .placement import InstancePlan, NewIds, plan_instance, spill_warnings
+from .psum_zeros import folded_psum_zeros
+from .schedule import InstanceSchedule, Schedule, instance_streams
+
+
+def compile_program(program: Program, config: NeuronCoreConfig) -> Schedule:
+    """The compiled streams of every instance of ``program``, under ``config.compiler``.
+
+    Raises:
+        CapacityError: one instruction's own tiles exceed SBUF or PSUM (anything else that
+            does not fit is spilled, :mod:`.placement`).
+    """
+    by_instance: dict[int, list[Instruction]] = {}
+    for ins in program.instructions:
+        by_instance.setdefault(ins.instance, []).append(ins)
+    ids = NewIds.after(program)
+    plans: list[InstancePlan] = []
+    instances = tuple(compile_instance(k, by_instance[k], config, ids, plans)
+                      for k in sorted(by_instance))
+    return Schedule(instances, tuple(spill_warnings(plans)))
+
+
+def compile_instance(instance: int, instrs: list[Instruction], config: NeuronCoreConfig,
+                     ids: NewIds, plans: list[InstancePlan]) -> InstanceSchedule:
+    """One instance through the passes (its memory plan is appended to ``plans``)."""
+    options = config.compiler
+    if options.fold_psum_zeros:
+        folded = folded_psum_zeros(instrs)  # PSUM zeros the compiler folds into matmuls
+        if folded:
+            instrs = [ins for ins in instrs if ins.id not in folded]
+    # Loop-invariant repeats, found on the Program's own instructions: a spill reload inserted
+    # below restores a tile's values, it does not change them, so it must not undo a hoist.
+    hoisted = loop_invariant(instrs) if options.hoist_invariants else {}
+    if hoisted:  # the compiler computes them once: their repeats read nothing, so they keep
+        # no source tile live (nor make one reloaded) and wait for no source's producer
+        instrs = [without_sources(ins) if ins.id in hoisted else ins for ins in instrs]
+    ip = plan_instance(instrs, config, ids)  # rings; placement and spills where they do not fit
+    plans.append(ip)
+    return instance_streams(instance, ip, hoisted)
