@@ -363,6 +363,26 @@ def override(base: NeuronCoreConfig, fields: dict[str, object], where: str) -> N
         raise ConfigError(f"{where}: {e}") from None
 
 
+def with_compile_options(base: NeuronCoreConfig | None, settings: list[str]
+                         ) -> NeuronCoreConfig:
+    """``base`` (trn1 if None) with compile options set from ``NAME=VALUE`` strings (the
+    command line's ``--compiler-option``): ``true``/``false`` for switches, text otherwise.
+
+    Raises:
+        ConfigError: a setting without ``=``, an unknown option or a value it does not take.
+    """
+    options: dict[str, object] = {}
+    for text in settings:
+        name, eq, value = text.partition("=")
+        if not eq or not name.strip():
+            raise ConfigError(f"--compiler-option: expected NAME=VALUE (one of "
+                              f"{', '.join(CompileOptions.names())}), found {text!r}")
+        word = value.strip()
+        options[name.strip()] = {"true": True, "false": False}.get(word.lower(), word)
+    cfg = base if base is not None else load_config(None)
+    return override(cfg, {"compiler": options}, "--compiler-option")
+
+
 def field_names() -> tuple[str, ...]:
     """Names of the fields of :class:`NeuronCoreConfig`, in declaration order."""
     return tuple(f.name for f in dataclasses.fields(NeuronCoreConfig))

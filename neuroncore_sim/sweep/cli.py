@@ -117,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--scheduler {args.scheduler}: expected with --executor dask, found "
                          f"--executor {args.executor} (points run on this machine)")
     try:
-        table = sweep(args.target, params, config=args.config or "trn1", check=check,
+        table = sweep(args.target, params, config=getattr(args, "resolved_config", None) or args.config or "trn1",
+                      check=check,
                       workers=args.workers, out=args.out, executor=args.executor,
                       scheduler=args.scheduler, progress=False if args.no_progress else None)
     except KeyboardInterrupt:
