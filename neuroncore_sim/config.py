@@ -32,7 +32,19 @@ KIB = 1024
 
 #: Version of the timing model: changed by every commit that moves estimates (a recalibration, a
 #: new mechanism), so stored cycle baselines can tell a model change from a kernel regression.
-MODEL_VERSION = "2026.11.28.3"
+MODEL_VERSION = "2026.11.28.4"
+
+#: neuronx-cc releases whose behaviour the compile options can stand for -> the options that differ
+#: from CompileOptions' defaults. Setting ``toolchain`` sets these unless they are given too.
+#: 2.20: SDK 2.20 / neuronx-cc 2.15 (2024), DGE on for kernel inputs and outputs by default
+#: (AWS's tutorial logs: "DGE ON Levels: {'scalar_dynamic_offset', 'io'}"; calibration.md s. 3).
+#: 2.26: SDK 2.26, the newest toolchain that compiles ``neuronxcc.nki`` kernels for Trn1 (the
+#: defaults). 2.27: --auto-cast defaults to none (neuronx-cc release notes, SDK 2.27).
+TOOLCHAINS: dict[str, dict[str, object]] = {
+    "2.20": {"dge": True},
+    "2.26": {},
+    "2.27": {"auto_cast": "none"},
+}
 
 #: neuronx-cc's ``--auto-cast`` values (which operations' fp32 inputs it casts to bf16).
 AUTO_CAST_MODES = ("none", "matmult", "all")
@@ -45,7 +57,8 @@ class CompileOptions:
     The first fields are neuronx-cc's own options (``--disable-dge``, ``--auto-cast``); the
     rest switch one pass of :mod:`neuroncore_sim.compiler` each (all on by default: off shows
     a kernel as written, the pass's test shows what it changes). ``toolchain`` names the
-    neuronx-cc release whose behaviour the options stand for; it changes nothing by itself.
+    neuronx-cc release whose behaviour the options stand for: setting it (``toolchain=2.20``)
+    sets that release's defaults (:data:`TOOLCHAINS`) for the options not given with it.
     docs/model.md ("Compile stage") lists each pass with its source.
     """
 
@@ -66,6 +79,9 @@ class CompileOptions:
                 raise ConfigError(f"compile option {f.name!r} must be "
                                   f"{'a string' if want is str else 'true or false'}, found "
                                   f"{value!r}")
+        if self.toolchain not in TOOLCHAINS:
+            raise ConfigError(f"compile option 'toolchain' must be one of "
+                              f"{', '.join(TOOLCHAINS)}, found {self.toolchain!r}")
         if self.auto_cast not in AUTO_CAST_MODES:
             raise ConfigError(f"compile option 'auto_cast' must be one of "
                               f"{', '.join(AUTO_CAST_MODES)}, found {self.auto_cast!r}")
@@ -136,6 +152,8 @@ class NeuronCoreConfig:
     dma_transpose_slowdown: float
     dma_rmw_passes: float
     hbm_bytes_per_ns: float
+    dge_element_bytes: int
+    dge_ns_per_element: float
 
     # --- compiler behaviour (assumptions, see docs/model.md) ---------------------------------
     loop_tile_buffers: int
@@ -262,15 +280,22 @@ TRN1 = NeuronCoreConfig(
     # profile); [DMABW] lists 17 B/ns effective, [ARCH] 27 GiB/s peak. See docs/model.md.
     dma_engine_bytes_per_ns=18.1,
     dma_fixed_latency_ns=1300.0,  # source: [DMABW] ~1300 ns descriptor/semaphore-to-start
-    # assumption (fitted, reports/dma_read_fit.md): the rate of a DMA engine reading HBM; the
-    # three DMA-bound steps of the trn1 matmul ladder ([MMTUT]) all move ~6 B/ns per engine
-    dma_hbm_read_bytes_per_ns=6.96,
+    # source: [DMABW] "TRN1: 17 B/ns per engine" effective, 16 engines = 272 GB/s; Autocomp's
+    # tiled matmul (SDK 2.26) and NKIBench's fp32 matmul (--disable-dge) read at ~256 GB/s. The
+    # trn1 ladder's ~111 GB/s (SDK 2.20, DGE on) is the descriptor generator's rate, not this
+    dma_hbm_read_bytes_per_ns=17.0,
     # source: [PERF fig29] a 4-byte transfer lasts 7 ns on its engine (trn1 profile); the former
     # 138.5 was fitted to the [DMAOV] bytes/partition curve (later doc, generation not stated)
     dma_buffer_overhead_ns=7.0,
     dma_transpose_slowdown=8.0,  # assumption: [PERF] "much lower DMA bandwidth", no number
     dma_rmw_passes=2.0,  # assumption: a read-modify-write DMA reads its destination, then writes
     hbm_bytes_per_ns=410.0,  # source: [ARCH] 820 GB/s per chip, shared by 2 NeuronCores
+    # assumption: software DGE (GpSimd, [DGE]) writes one descriptor element per 256 bytes of a
+    # DMA buffer (rows of 256 B and 1 KiB cost their bytes on the SDK 2.20 ladder, [MMTUT])
+    dge_element_bytes=256,
+    # assumption (fitted on the SDK 2.20 matmul ladder, [MMTUT], reports/validation.md): the
+    # generator's time per element; 256 B / 2.3 ns = ~111 GB/s, the ladder's load rate
+    dge_ns_per_element=2.3,
     loop_tile_buffers=4,  # assumption: buffers the allocator rotates per allocation site
     two_input_cycles_per_element=2,  # source: [ARCH] cost model, two input tiles ~2N cycles
     bf16_fast_path_divisor=2,  # source: [ISA-tensor_reduce], [ISA-memset] bf16 fast paths N/2
@@ -347,6 +372,8 @@ def override(base: NeuronCoreConfig, fields: dict[str, object], where: str) -> N
             raise ConfigError(f"{where}: 'compiler' must be a table of compile options "
                               f"({', '.join(CompileOptions.names())}), found {table!r}")
         options = {**table, **options}
+    if isinstance(options.get("toolchain"), str):  # the release's own defaults, then the rest
+        options = {**TOOLCHAINS.get(options["toolchain"], {}), **options}
     unknown = sorted(set(fields) - set(field_names()))
     if unknown:
         raise ConfigError(f"{where}: unknown field(s) {unknown}; expected "

@@ -7,6 +7,8 @@ Per SPMD instance, in this order (each pass one module; the switch is its field 
 ==========================  ======================  =============================================
 pass                        switch                  module
 ==========================  ======================  =============================================
+DMA descriptors at run time ``dge``                  :mod:`.dma_descriptors`
+fp32 matmuls run as bf16    ``auto_cast``           :mod:`.auto_cast`
 fold PSUM zero memsets      ``fold_psum_zeros``     :mod:`.psum_zeros`
 loop-invariant repeats      ``hoist_invariants``    :mod:`.hoist`
 memory: rings, placement,   (always: a kernel must  :mod:`.capacity`, :mod:`.spill`,
@@ -22,6 +24,8 @@ from __future__ import annotations
 
 from ..config import NeuronCoreConfig
 from ..program.ir import Instruction, Program
+from .auto_cast import mark_auto_cast
+from .dma_descriptors import mark_dge
 from .hoist import loop_invariant, without_sources
 from .placement import InstancePlan, NewIds, plan_instance, spill_warnings
 from .psum_zeros import folded_psum_zeros
@@ -49,6 +53,8 @@ def compile_instance(instance: int, instrs: list[Instruction], config: NeuronCor
                      ids: NewIds, plans: list[InstancePlan]) -> InstanceSchedule:
     """One instance through the passes (its memory plan is appended to ``plans``)."""
     options = config.compiler
+    instrs = mark_dge(instrs, options)  # (indirect DMAs whatever the option)
+    instrs = mark_auto_cast(instrs, options)
     if options.fold_psum_zeros:
         folded = folded_psum_zeros(instrs)  # PSUM zeros the compiler folds into matmuls
         if folded:
