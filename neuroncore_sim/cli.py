@@ -57,7 +57,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, str | None]]:
               base.add_argument("--compiler-option", metavar="NAME=VALUE", action="append",
                                 default=[], dest="compiler_options",
                                 help="a compile option, like neuronx-cc's flags: dge=false "
-                                     "(--disable-dge), auto_cast=none, or a pass switch "
+                                     "(neuronx-cc disable-dge), auto_cast=none, or a pass switch "
                                      "(fold_psum_zeros, hoist_invariants, ...); repeatable; "
                                      "see docs/model.md, 'Compile stage'"),
               base.add_argument("--debug", action="store_true",

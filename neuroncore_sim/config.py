@@ -32,7 +32,7 @@ KIB = 1024
 
 #: Version of the timing model: changed by every commit that moves estimates (a recalibration, a
 #: new mechanism), so stored cycle baselines can tell a model change from a kernel regression.
-MODEL_VERSION = "2026.11.28.4"
+MODEL_VERSION = "2026.11.28.5"
 
 #: neuronx-cc releases whose behaviour the compile options can stand for -> the options that differ
 #: from CompileOptions' defaults. Setting ``toolchain`` sets these unless they are given too.
@@ -70,6 +70,7 @@ class CompileOptions:
     auto_cast: str = "matmult"
     fold_psum_zeros: bool = True
     hoist_invariants: bool = True
+    balance_engines: bool = True
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

@@ -11,6 +11,7 @@ DMA descriptors at run time ``dge``                  :mod:`.dma_descriptors`
 fp32 matmuls run as bf16    ``auto_cast``           :mod:`.auto_cast`
 fold PSUM zero memsets      ``fold_psum_zeros``     :mod:`.psum_zeros`
 loop-invariant repeats      ``hoist_invariants``    :mod:`.hoist`
+VectorE or ScalarE          ``balance_engines``     :mod:`.engine_choice`
 memory: rings, placement,   (always: a kernel must  :mod:`.capacity`, :mod:`.spill`,
 spills                      fit)                    :mod:`.placement`
 engine streams, semaphores  (always)                :mod:`.schedule`
@@ -26,6 +27,7 @@ from ..config import NeuronCoreConfig
 from ..program.ir import Instruction, Program
 from .auto_cast import mark_auto_cast
 from .dma_descriptors import mark_dge
+from .engine_choice import choose_engines
 from .hoist import loop_invariant, without_sources
 from .placement import InstancePlan, NewIds, plan_instance, spill_warnings
 from .psum_zeros import folded_psum_zeros
@@ -65,6 +67,8 @@ def compile_instance(instance: int, instrs: list[Instruction], config: NeuronCor
     if hoisted:  # the compiler computes them once: their repeats read nothing, so they keep
         # no source tile live (nor make one reloaded) and wait for no source's producer
         instrs = [without_sources(ins) if ins.id in hoisted else ins for ins in instrs]
+    if options.balance_engines:
+        instrs = choose_engines(instrs, config, skip=hoisted)
     ip = plan_instance(instrs, config, ids)  # rings; placement and spills where they do not fit
     plans.append(ip)
     return instance_streams(instance, ip, hoisted)

@@ -14,6 +14,14 @@ import neuroncore_sim as ncs
 import neuroncore_sim.nki.isa as nisa
 import neuroncore_sim.nki.language as nl
 
+from neuroncore_sim.config import TRN1 as _TRN1, override as _override
+
+#: trn1 with the compile stage's engine balancing and auto-cast off: these checks are of the
+#: timing model and lowering, on the engines and dtypes the kernel's instructions were recorded
+#: with (tests/compiler/test_passes.py shows what the passes change).
+AS_WRITTEN = _override(_TRN1, {"compiler": {"balance_engines": False, "auto_cast": "none"}},
+                       "tests")
+
 R = 8
 
 
@@ -47,7 +55,7 @@ def _run(kernel=invariant_bias):
     rng = np.random.default_rng(7)
     x = rng.random((128, R * 128)).astype(np.float32)
     m = rng.random((128, 1)).astype(np.float32)
-    res = ncs.simulate(kernel, x, m)
+    res = ncs.simulate(kernel, x, m, config=AS_WRITTEN)
     e = np.exp(x - m).reshape(128, R, 128)
     np.testing.assert_allclose(res.outputs[0], e.sum(axis=2), rtol=1e-4)
     return res

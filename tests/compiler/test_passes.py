@@ -3,6 +3,7 @@ and on (what the pass changes, and nothing else), and its switch in ``config.com
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import neuroncore_sim as ncs
@@ -48,9 +49,9 @@ def scale_rows(x):
 
 def test_dge_marks_the_dmas_of_kernel_inputs_and_outputs():
     prog = program_of(scale_rows, nt.tensor[[128, 512], nl.float32])
-    assert listing(prog, options(dge=False)) == [
+    assert listing(prog, options(dge=False, balance_engines=False)) == [
         ("dma", "dma_copy", ""), ("dma", "dma_copy", ""), ("vector", "tensor_scalar", "")]
-    assert listing(prog, options(dge=True)) == [
+    assert listing(prog, options(dge=True, balance_engines=False)) == [
         ("dma", "dma_copy", "dge"), ("dma", "dma_copy", "dge"), ("vector", "tensor_scalar", "")]
 
 
@@ -120,7 +121,8 @@ def negate_in_loop(x, bias):
 def test_hoist_invariants_computes_a_repeat_once():
     prog = program_of(negate_in_loop, nt.tensor[[512, 64], nl.float32],
                       nt.tensor[[128, 64], nl.float32])
-    on, off = listing(prog, options()), listing(prog, options(hoist_invariants=False))
+    on = listing(prog, options(balance_engines=False))
+    off = listing(prog, options(balance_engines=False, hoist_invariants=False))
     assert sum(r == ("vector", "tensor_scalar", "hoisted") for r in on) == 3
     assert sum(r == ("vector", "tensor_scalar", "") for r in off) == 4
     assert [r[:2] for r in on] == [r[:2] for r in off]  # same streams, the repeats marked
@@ -131,7 +133,8 @@ def test_every_switch_off_gives_the_kernel_as_written():
     program order per queue, unmarked."""
     prog = program_of(zero_then_accumulate, nt.tensor[[256, 128], nl.float32],
                       nt.tensor[[256, 512], nl.float32])
-    plain = options(dge=False, auto_cast="none", fold_psum_zeros=False, hoist_invariants=False)
+    plain = options(dge=False, auto_cast="none", fold_psum_zeros=False, hoist_invariants=False,
+                    balance_engines=False)
     rows = listing(prog, plain)
     assert len(rows) == len(prog.instructions) and all(m == "" for *_, m in rows)
 
@@ -144,3 +147,43 @@ def test_toolchain_sets_its_release_defaults_and_refuses_unknown_options():
         options(vectorise=True)
     with pytest.raises(ConfigError, match="'toolchain' must be one of 2.20, 2.26, 2.27"):
         options(toolchain="2.15")
+
+
+@nki.jit
+def vector_heavy(x, y):
+    """Per tile: two fp32 tensor_tensor (VectorE only, 2N each) and two scalings the compiler
+    may put on either engine."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(x.shape[0] // 128):
+        a, b = nl.load(x[i * 128:(i + 1) * 128, :]), nl.load(y[i * 128:(i + 1) * 128, :])
+        s = nl.multiply(nl.add(a, b), 0.5)
+        t = nl.add(nl.multiply(s, b), 1.0)
+        nl.store(out[i * 128:(i + 1) * 128, :], value=t)
+    return out
+
+
+def test_balance_engines_moves_picked_scalings_to_scalare():
+    args = nt.tensor[[512, 512], nl.float32], nt.tensor[[512, 512], nl.float32]
+    prog = program_of(vector_heavy, *args)
+    off = listing(prog, options(balance_engines=False))
+    on = listing(prog, options())
+    assert ("scalar", "tensor_scalar", "") not in off
+    assert sum(r == ("vector", "tensor_tensor", "") for r in on) == 8  # never moved
+    assert sum(r[1] == "tensor_scalar" for r in on) == 8
+    assert sum(r == ("scalar", "tensor_scalar", "") for r in on) == 8  # VectorE has 2 x 2N
+    fast = ncs.simulate(vector_heavy, *args, functional=False, config=options())
+    slow = ncs.simulate(vector_heavy, *args, functional=False,
+                        config=options(balance_engines=False))
+    assert fast.summary()["busy_ns"]["vector"] < slow.summary()["busy_ns"]["vector"]
+
+
+def test_an_engine_the_kernel_names_is_kept():
+    @nki.jit
+    def named(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        u = nisa.tensor_tensor(t, t, op=nl.multiply)
+        nl.store(out, value=nisa.tensor_scalar(u, np.multiply, 2.0, engine=nisa.vector_engine))
+        return out
+    prog = program_of(named, nt.tensor[[128, 512], nl.float32])
+    assert ("vector", "tensor_scalar", "") in listing(prog, options())

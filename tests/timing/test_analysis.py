@@ -20,6 +20,14 @@ import neuroncore_sim.nki.isa as nisa
 import neuroncore_sim.nki.language as nl
 from neuroncore_sim.report import tables as report
 
+from neuroncore_sim.config import TRN1 as _TRN1, override as _override
+
+#: trn1 with the compile stage's engine balancing and auto-cast off: these checks are of the
+#: timing model and lowering, on the engines and dtypes the kernel's instructions were recorded
+#: with (tests/compiler/test_passes.py shows what the passes change).
+AS_WRITTEN = _override(_TRN1, {"compiler": {"balance_engines": False, "auto_cast": "none"}},
+                       "tests")
+
 HERE = Path(__file__).name
 BF16 = ml_dtypes.bfloat16
 
@@ -95,7 +103,7 @@ def _bf16(shape, seed=0):
 
 @pytest.fixture(scope="module")
 def matmul_result():
-    return ncs.simulate(one_matmul, _bf16((128, 128)), _bf16((128, 512), 1))
+    return ncs.simulate(one_matmul, _bf16((128, 128)), _bf16((128, 512), 1), config=AS_WRITTEN)
 
 
 def test_one_matmul_values(matmul_result):
@@ -244,7 +252,7 @@ def test_summary_text_names_the_new_numbers(matmul_result):
 # --- bottleneck verdicts ---------------------------------------------------------------------------
 
 def _summary(kernel, *args):
-    return ncs.simulate(kernel, *args).summary()
+    return ncs.simulate(kernel, *args, config=AS_WRITTEN).summary()
 
 
 def test_dma_bound_verdict():
