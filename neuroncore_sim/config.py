@@ -32,7 +32,7 @@ KIB = 1024
 
 #: Version of the timing model: changed by every commit that moves estimates (a recalibration, a
 #: new mechanism), so stored cycle baselines can tell a model change from a kernel regression.
-MODEL_VERSION = "2026.11.28.5"
+MODEL_VERSION = "2026.11.28.6"
 
 #: neuronx-cc releases whose behaviour the compile options can stand for -> the options that differ
 #: from CompileOptions' defaults. Setting ``toolchain`` sets these unless they are given too.
@@ -71,6 +71,7 @@ class CompileOptions:
     fold_psum_zeros: bool = True
     hoist_invariants: bool = True
     balance_engines: bool = True
+    reorder: bool = True
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -158,6 +159,7 @@ class NeuronCoreConfig:
 
     # --- compiler behaviour (assumptions, see docs/model.md) ---------------------------------
     loop_tile_buffers: int
+    reorder_window_instructions: int
 
     # --- cost-formula constants and timing-model assumptions (cost.py, dma.py, timing.py) ------
     two_input_cycles_per_element: int
@@ -298,6 +300,9 @@ TRN1 = NeuronCoreConfig(
     # generator's time per element; 256 B / 2.3 ns = ~111 GB/s, the ladder's load rate
     dge_ns_per_element=2.3,
     loop_tile_buffers=4,  # assumption: buffers the allocator rotates per allocation site
+    # assumption: how many of an engine's unscheduled instructions the compiler's scheduler
+    # looks ahead when it interleaves affine_range iterations (compiler/reorder.py)
+    reorder_window_instructions=32,
     two_input_cycles_per_element=2,  # source: [ARCH] cost model, two input tiles ~2N cycles
     bf16_fast_path_divisor=2,  # source: [ISA-tensor_reduce], [ISA-memset] bf16 fast paths N/2
     reciprocal_cycles_per_element=8,  # source: [ISA-reciprocal] max(MIN_II, 8*N)

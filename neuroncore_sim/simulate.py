@@ -271,7 +271,7 @@ def _run_launch(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[i
                 ) -> tuple[tuple[Any, ...], list[SimulatorWarning]]:
     """Trace (and with ``executor``, compute) one launch: its outputs and warnings."""
     tr = _tracer.Tracer(program, cfg, executor, on_record)
-    tr.keeps_order = bool(getattr(fn, "_ncs_keeps_order", False))
+    tr.keeps_order = tr.program.keeps_order = bool(getattr(fn, "_ncs_keeps_order", False))
     with tr.active():
         new_args, new_kwargs, user_arrays = _bind_inputs(tr, fn, args, kwargs,
                                                          executor is not None)

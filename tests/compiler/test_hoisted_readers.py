@@ -14,13 +14,7 @@ import neuroncore_sim as ncs
 import neuroncore_sim.nki.isa as nisa
 import neuroncore_sim.nki.language as nl
 
-from neuroncore_sim.config import TRN1 as _TRN1, override as _override
-
-#: trn1 with the compile stage's engine balancing and auto-cast off: these checks are of the
-#: timing model and lowering, on the engines and dtypes the kernel's instructions were recorded
-#: with (tests/compiler/test_passes.py shows what the passes change).
-AS_WRITTEN = _override(_TRN1, {"compiler": {"balance_engines": False, "auto_cast": "none"}},
-                       "tests")
+from programs import AS_WRITTEN
 
 R = 8
 

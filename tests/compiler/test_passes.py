@@ -121,8 +121,8 @@ def negate_in_loop(x, bias):
 def test_hoist_invariants_computes_a_repeat_once():
     prog = program_of(negate_in_loop, nt.tensor[[512, 64], nl.float32],
                       nt.tensor[[128, 64], nl.float32])
-    on = listing(prog, options(balance_engines=False))
-    off = listing(prog, options(balance_engines=False, hoist_invariants=False))
+    on = listing(prog, options(balance_engines=False, reorder=False))
+    off = listing(prog, options(balance_engines=False, reorder=False, hoist_invariants=False))
     assert sum(r == ("vector", "tensor_scalar", "hoisted") for r in on) == 3
     assert sum(r == ("vector", "tensor_scalar", "") for r in off) == 4
     assert [r[:2] for r in on] == [r[:2] for r in off]  # same streams, the repeats marked
@@ -134,9 +134,11 @@ def test_every_switch_off_gives_the_kernel_as_written():
     prog = program_of(zero_then_accumulate, nt.tensor[[256, 128], nl.float32],
                       nt.tensor[[256, 512], nl.float32])
     plain = options(dge=False, auto_cast="none", fold_psum_zeros=False, hoist_invariants=False,
-                    balance_engines=False)
+                    balance_engines=False, reorder=False)
     rows = listing(prog, plain)
     assert len(rows) == len(prog.instructions) and all(m == "" for *_, m in rows)
+    inst = compile_program(prog, plain).instances[0]
+    assert [ins.id for ins in inst.instructions] == [ins.id for ins in prog.instructions]
 
 
 def test_toolchain_sets_its_release_defaults_and_refuses_unknown_options():
@@ -187,3 +189,49 @@ def test_an_engine_the_kernel_names_is_kept():
         return out
     prog = program_of(named, nt.tensor[[128, 512], nl.float32])
     assert ("vector", "tensor_scalar", "") in listing(prog, options())
+
+
+def ping_pong_kernel():
+    """A fresh kernel (ncc.no_reorder marks the function it decorates)."""
+    @nki.jit
+    def ping_pong(x):
+        """Per iteration a chain VectorE -> ScalarE -> VectorE: in program order each engine
+        waits for the other; interleaved, one iteration's VectorE work overlaps another's
+        ScalarE work."""
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        for i in nl.affine_range(x.shape[0] // 128):
+            t = nl.load(x[i * 128:(i + 1) * 128, :])
+            u = nisa.tensor_tensor(t, t, op=nl.multiply)
+            v = nisa.activation(op=nl.exp, data=u)
+            nl.store(out[i * 128:(i + 1) * 128, :], value=nisa.tensor_tensor(v, t, op=nl.add))
+        return out
+    return ping_pong
+
+
+ping_pong = ping_pong_kernel()
+
+
+def test_reorder_interleaves_iterations_and_keeps_each_iterations_order():
+    x = nt.tensor[[8 * 128, 512], nl.float32]
+    prog = program_of(ping_pong, x)
+    kept = compile_program(prog, options(reorder=False)).instances[0]
+    moved = compile_program(prog, options()).instances[0]
+    assert sorted(ins.id for ins in moved.instructions) == [ins.id for ins in kept.instructions]
+    vec_kept, vec_moved = kept.queues["vector"], moved.queues["vector"]
+    assert vec_moved != vec_kept  # a later iteration's first multiply goes before an add
+    loops = {ins.id: ins.loops for ins in prog.instructions}
+    for it in {loops[i] for i in vec_kept}:  # within one iteration: program order
+        mine = [i for i in vec_moved if loops[i] == it]
+        assert mine == sorted(mine)
+    fast = ncs.simulate(ping_pong, x, functional=False, config=options())
+    slow = ncs.simulate(ping_pong, x, functional=False, config=options(reorder=False))
+    assert fast.latency_ns < 0.9 * slow.latency_ns
+
+
+def test_no_reorder_keeps_the_kernels_order():
+    from neuroncore_sim.nki import compiler as ncc
+    kept_kernel = ncc.no_reorder(ping_pong_kernel())
+    prog = program_of(kept_kernel, nt.tensor[[8 * 128, 512], nl.float32])
+    assert prog.keeps_order
+    inst = compile_program(prog, options()).instances[0]
+    assert list(inst.queues["vector"]) == sorted(inst.queues["vector"])

@@ -13,13 +13,7 @@ import neuroncore_sim.nki.language as nl
 from neuroncore_sim import report
 from neuroncore_sim.report.advice import MAX_ADVICE, advice
 
-from neuroncore_sim.config import TRN1 as _TRN1, override as _override
-
-#: trn1 with the compile stage's engine balancing and auto-cast off: these checks are of the
-#: timing model and lowering, on the engines and dtypes the kernel's instructions were recorded
-#: with (tests/compiler/test_passes.py shows what the passes change).
-AS_WRITTEN = _override(_TRN1, {"compiler": {"balance_engines": False, "auto_cast": "none"}},
-                       "tests")
+from programs import AS_WRITTEN
 
 F32 = np.float32
 

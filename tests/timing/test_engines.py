@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from programs import Builder, acc
+from programs import AS_WRITTEN, Builder, acc
 
 from neuroncore_sim.config import TRN1, override
 from neuroncore_sim.timing.cost import roofline_ns
@@ -316,7 +316,7 @@ def test_dma_issue_order_anomaly():
     b.dma(acc(out, *c(0, 128)), acc(s[0], *c(0, 128)))
     b.dma(acc(s[3], *c(0, 64)), acc(h0, *c(0, 64)))
     b.dma(acc(s[0], *c(64, 128)), acc(h0, *c(64, 128)))
-    base = dataclasses.replace(TRN1, dma_hbm_read_bytes_per_ns=6.96)
+    base = dataclasses.replace(AS_WRITTEN, dma_hbm_read_bytes_per_ns=6.96)
     faster = dataclasses.replace(base, dma_engine_bytes_per_ns=2 * base.dma_engine_bytes_per_ns,
                                  hbm_bytes_per_ns=2 * base.hbm_bytes_per_ns)
     assert (simulate_timing(b.program, faster).latency_ns
