@@ -33,6 +33,62 @@ from ..dtypes import dtype_name
 from ..program.ir import Engine, Instruction, MemSpace, Opcode
 from .engine_choice import estimate_ns as compute_ns
 from .schedule import DMA_QUEUE, RAW, _LiveAccesses, queue_name
+from .tiles import tile_bytes
+
+
+class _Memory:
+    """What the allocator will ask for, followed as the scheduler goes: per allocation site
+    (``TensorDecl.site``) the tiles open now and the most ever open, and the bytes per
+    partition those maxima add up to in each memory (SBUF, PSUM in whole banks), as
+    :mod:`.capacity` sums them. A tile opens with its first instruction and closes after its
+    last; an instruction that would push a memory's sum past its capacity waits until it is
+    the first unscheduled instruction of its engine."""
+
+    def __init__(self, instrs: list[Instruction], config: NeuronCoreConfig) -> None:
+        bank = config.psum_bank_bytes
+        self.capacity = {MemSpace.SBUF: config.sbuf_usable_bytes_per_partition,
+                         MemSpace.PSUM: config.psum_bytes_per_partition}
+        self.opens: list[list[tuple[object, MemSpace, int, int]]] = [[] for _ in instrs]
+        self.uses: dict[int, int] = {}  # tensor id -> instructions still to schedule
+        seen: set[int] = set()
+        for k, ins in enumerate(instrs):
+            for a, _ in ins.accesses():
+                t = a.tensor
+                if t.space not in self.capacity or t.kind != "tile" or t.placement is not None:
+                    continue
+                self.uses[t.id] = self.uses.get(t.id, 0) + 1
+                if t.id not in seen:
+                    seen.add(t.id)
+                    size = t.row_bytes if t.space is MemSpace.SBUF else \
+                        -(-max(tile_bytes(t), 1) // bank) * bank * max(1, t.row_bytes // max(
+                            tile_bytes(t), 1))
+                    self.opens[k].append((t.site or t.id, t.space, size, t.id))
+        self.open: dict[object, int] = {}
+        self.peak: dict[object, int] = {}
+        self.demand = dict.fromkeys(self.capacity, 0)
+
+    def fits(self, k: int) -> bool:
+        """Whether opening instruction ``k``'s new tiles keeps every memory within capacity."""
+        extra = dict.fromkeys(self.capacity, 0)
+        for site, space, size, _ in self.opens[k]:
+            if self.open.get(site, 0) + 1 > self.peak.get(site, 0):
+                extra[space] += size
+        return all(not extra[m] or self.demand[m] + extra[m] <= self.capacity[m]
+                   for m in extra)
+
+    def schedule(self, ins: Instruction, k: int) -> None:
+        for site, space, size, _ in self.opens[k]:
+            n = self.open[site] = self.open.get(site, 0) + 1
+            if n > self.peak.get(site, 0):
+                self.peak[site] = n
+                self.demand[space] += size
+        for a, _ in ins.accesses():
+            left = self.uses.get(a.tensor.id)
+            if left is not None:
+                self.uses[a.tensor.id] = left - 1
+                if left == 1:
+                    site = a.tensor.site or a.tensor.id
+                    self.open[site] -= 1
 
 
 def estimate_ns(ins: Instruction, config: NeuronCoreConfig) -> tuple[float, float]:
@@ -114,6 +170,8 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
     done = [False] * n
     start = [0.0] * n
     agenda: list[tuple[float, str]] = []
+    memory = _Memory(instrs, config)
+    held: dict[str, list[int]] = {q: [] for q in queues}  # ready, but over a memory's capacity
 
     def next_start(q: str) -> float:
         if ready[q]:
@@ -141,6 +199,11 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
         while w and w[0][0] <= t:
             heapq.heappush(r, heapq.heappop(w)[1])
         k = heapq.heappop(r)
+        if qpos[k] != head[q] and not memory.fits(k):
+            held[q].append(k)  # (taken again once it is its engine's first)
+            heapq.heappush(agenda, (next_start(q), q))
+            continue
+        memory.schedule(instrs[k], k)
         start[k], done[k] = t, True
         scheduled += 1
         occupy, visible = cost[k]
@@ -148,6 +211,10 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
         order, old = queues[q], head[q]
         while head[q] < len(order) and done[order[head[q]]]:
             head[q] += 1
+        if held[q] and head[q] < len(order):  # give the held ones another look
+            for h in held[q]:
+                heapq.heappush(ready[q], h)
+            held[q].clear()
         for p in range(old + window, min(head[q] + window, len(order))):
             if released[order[p]] and not done[order[p]]:
                 offer(order[p])

@@ -235,3 +235,26 @@ def test_no_reorder_keeps_the_kernels_order():
     assert prog.keeps_order
     inst = compile_program(prog, options()).instances[0]
     assert list(inst.queues["vector"]) == sorted(inst.queues["vector"])
+
+
+@nki.jit
+def psum_hungry(x, y):
+    """Per iteration two [128, 512] fp32 PSUM results (two banks each iteration): interleaving
+    more than four iterations would need more than PSUM's 8 banks."""
+    out = nl.ndarray((16 * 128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    for i in nl.affine_range(16):
+        a = nl.load(x[:, i * 128:(i + 1) * 128])
+        b = nl.load(y[:, i * 512:(i + 1) * 512])
+        p1 = nisa.nc_matmul(a, b)
+        p2 = nisa.nc_matmul(a, b)
+        nl.store(out[i * 128:(i + 1) * 128, :], value=nl.add(p1, p2))
+    return out
+
+
+def test_reorder_stays_within_psum_and_spills_nothing_more():
+    args = nt.tensor[[128, 16 * 128], nl.bfloat16], nt.tensor[[128, 16 * 512], nl.bfloat16]
+    res = ncs.simulate(psum_hungry, *args, functional=False, config=options())
+    psum = res.summary()["memory"]["psum"]
+    assert psum["spill_save_bytes"] == 0 and psum["peak_bytes_per_partition"] <= 16384
+    kept = ncs.simulate(psum_hungry, *args, functional=False, config=options(reorder=False))
+    assert res.latency_ns <= kept.latency_ns

@@ -107,9 +107,8 @@ def test_moving_tiles_of_512_beat_128_on_a_large_matmul():
     assert wide.summary()["bottleneck"] == "tensor"
     # TensorE streams moving columns at the same rate either way (II = max(N, 64) per matmul,
     # LoadStationary hidden behind it); the narrow tiling loses on 4x the PSUM evictions and
-    # stores of 512-byte rows (the operand loads, the same bytes either way, are a larger share
-    # since loads read HBM at ~7 B/ns per DMA engine).
-    assert wide.latency_ns < 0.95 * narrow.latency_ns, (wide.latency_ns, narrow.latency_ns)
+    # stores of 512-byte rows, most of which the compiler's interleaving of iterations hides.
+    assert wide.latency_ns < 0.98 * narrow.latency_ns, (wide.latency_ns, narrow.latency_ns)
 
 
 def test_bf16_matmul_about_4x_faster_than_fp32_when_tensor_bound():
