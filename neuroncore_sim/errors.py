@@ -76,6 +76,11 @@ class UnsupportedError(SimulatorError):
     """A valid NKI feature that this simulator does not implement (yet), or not on this core."""
 
 
+class InternalError(SimulatorError):
+    """The simulator found its own state inconsistent: a bug of the simulator, not the kernel's
+    (the message says what, to report)."""
+
+
 class UnsupportedAttributeError(UnsupportedError, AttributeError):
     """A name looked up on an NKI module (``nl.<name>``) that the simulator does not implement:
     an :class:`UnsupportedError`, and an ``AttributeError`` so that ``hasattr``,

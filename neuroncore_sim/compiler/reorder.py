@@ -112,10 +112,13 @@ def estimate_ns(ins: Instruction, config: NeuronCoreConfig) -> tuple[float, floa
     return occupy, occupy + pipe + config.semaphore_latency_ns
 
 
-def _graph(instrs: list[Instruction]) -> list[list[tuple[int, bool]]]:
+def _graph(instrs: list[Instruction], repeats: dict[int, int] | frozenset[int]
+           ) -> list[list[tuple[int, bool]]]:
     """Per instruction (by position), its successors as (position, is_raw): the hazards of the
-    accesses in program order, and the program order of one iteration's instructions on one
-    queue (DMAs excepted: the hardware issues them as their data allows)."""
+    accesses in program order, the program order of one iteration's instructions on one
+    queue (DMAs excepted: the hardware issues them as their data allows), and, for a
+    loop-invariant repeat (``repeats``: its id -> the first computation's), the first: its
+    readers read the first's result (hoist.py), so the repeat must not go before it."""
     pos = {ins.id: k for k, ins in enumerate(instrs)}
     succ: list[list[tuple[int, bool]]] = [[] for _ in instrs]
     live = _LiveAccesses()
@@ -132,6 +135,9 @@ def _graph(instrs: list[Instruction]) -> list[list[tuple[int, bool]]]:
             live.write(a, ins.id, found)
         for p, kind in found.items():
             succ[pos[p]].append((k, kind == RAW))
+        first = repeats.get(ins.id) if isinstance(repeats, dict) else None
+        if first is not None and first in pos:
+            succ[pos[first]].append((k, False))
         q = queue_name(ins)
         if q != DMA_QUEUE:
             prev = last.get((q, ins.loops))
@@ -148,7 +154,7 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
     n = len(instrs)
     if n < 2:
         return instrs
-    succ = _graph(instrs)
+    succ = _graph(instrs, free)
     indeg = [0] * n
     for s in succ:
         for k, _ in s:

@@ -43,6 +43,7 @@ from typing import Callable, Generator
 import simpy
 
 from ..config import NeuronCoreConfig
+from ..errors import InternalError
 from .cost import (cycles_to_ns, instruction_cycles, kernel_work, matmul_stage_cycles,
                    pipeline_latency_ns)
 from ..compiler.deps import EDGE_BYTES, KIND_BITS, KIND_MASK, edge_code
@@ -222,6 +223,12 @@ class _InstanceRun:
             self.env.process(self._start_dmas(dmas))
         self.env.run()
         ends = [self.end[ins.id] for ins in self.inst.instructions]
+        stuck = [ins for ins, e in zip(self.inst.instructions, ends) if e != e]  # NaN: never ran
+        if stuck:  # a stream waiting on an instruction behind it in its own queue: a bug
+            raise InternalError(
+                f"timing: {len(stuck)} of {len(ends)} instructions never ran (the compiled "
+                f"streams wait in a cycle), first {stuck[0].opcode.value} at {stuck[0].loc}; "
+                "please report it with the kernel")
         return max(ends, default=self.env.now)
 
     # --- helpers ----------------------------------------------------------------------------

@@ -258,3 +258,32 @@ def test_reorder_stays_within_psum_and_spills_nothing_more():
     assert psum["spill_save_bytes"] == 0 and psum["peak_bytes_per_partition"] <= 16384
     kept = ncs.simulate(psum_hungry, *args, functional=False, config=options(reorder=False))
     assert res.latency_ns <= kept.latency_ns
+
+
+@nki.jit
+def invariant_in_loop(x, bias):
+    """A loop-invariant repeat (hoisted) read in every iteration: the readers read the first
+    computation's result, so no reordering may put a reader before that first one."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    b = nl.load(bias)
+    for _ in range(24):  # a long chain: the first negation is ready late, its repeats at once
+        b = nisa.activation(op=nl.exp, data=b)
+    for i in nl.affine_range(8):
+        t = nl.load(x[i * 128:(i + 1) * 128, :])
+        u = nisa.activation(op=nl.exp, data=t, bias=nl.negative(b))
+        nl.store(out[i * 128:(i + 1) * 128, :], value=nl.add(u, t))
+    return out
+
+
+def test_reordered_streams_never_wait_on_an_instruction_behind_them():
+    prog = program_of(invariant_in_loop, nt.tensor[[1024, 512], nl.float32],
+                      nt.tensor[[128, 1], nl.float32])
+    inst = compile_program(prog, options()).instances[0]
+    assert inst.hoisted  # the negation is computed once
+    where = {ins.id: i for i, ins in enumerate(inst.instructions)}
+    for ins in inst.instructions:
+        for p, _ in inst.deps.get(ins.id, ()):
+            assert where[p] < where[ins.id], (p, ins.id)
+    res = ncs.simulate(invariant_in_loop, nt.tensor[[1024, 512], nl.float32],
+                       nt.tensor[[128, 1], nl.float32], functional=False, config=options())
+    assert (res.events.opcode == "activation").sum() == 24 + 8  # every activation ran
