@@ -28,6 +28,7 @@ import inspect
 import json
 import sys
 import warnings
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,30 @@ from .specs import _ReturnCapture, def_loc, output_specs
 CONFIG_FORMAT = "neuroncore_sim.nki_custom_call/1"
 #: What the SDK's custom calls name as their target.
 CUSTOM_CALL_TARGET = "AwsNeuronCustomNativeKernel"
+
+
+#: The functions declared as NKI kernels in this process (by ``nki.jit`` / ``nki.trace`` /
+#: ``nki.baremetal`` or a ``FrameworkKernel``): the only ones a backend config may launch.
+_KERNELS: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+
+def mark_kernel(func: Any) -> None:
+    """Declare ``func`` an NKI kernel that :func:`run_backend_config` may launch."""
+    try:
+        _KERNELS.add(func)
+    except TypeError:  # not weak-referenceable (a builtin): never a kernel to launch
+        return
+
+
+def is_kernel(obj: Any) -> bool:
+    """Whether ``obj`` (a function or an ``nki.jit`` kernel) was declared an NKI kernel."""
+    for candidate in (obj, getattr(obj, "func", None)):
+        try:
+            if candidate is not None and candidate in _KERNELS:
+                return True
+        except TypeError:  # unhashable or not weak-referenceable
+            continue
+    return False
 
 
 class FrameworkKernel:
@@ -66,6 +91,7 @@ class FrameworkKernel:
                                        "an nki.jit kernel)", f"{type(func).__name__} {func!r}"),
                               loc=caller_loc())
         self.func = getattr(func, "func", func)
+        mark_kernel(self.func)
         self.func_name = func_name or getattr(self.func, "__name__", "kernel")
         self.grid = launch_grid(grid if grid not in ((), None) else getattr(func, "grid", ()))
         self.enable_cache = enable_cache
@@ -181,8 +207,35 @@ def _kernel_ref(fn: Any) -> dict[str, Any]:
             "file": code.co_filename if code is not None else None}
 
 
-def _load_kernel(ref: dict[str, Any]) -> Any:
-    """The kernel function a config names: from its module, else from its file."""
+#: The fields of a backend config and the JSON types they hold.
+_FIELDS = {"kernel": dict, "func_name": str, "grid": list, "inputs": list, "params": list,
+           "outputs": list, "output_args": bool}
+
+
+def _check_fields(cfg: dict[str, Any]) -> None:
+    """KernelError unless ``cfg`` has every field, of its type, and params that name
+    themselves (a hand-edited or damaged config fails here, not with a KeyError)."""
+    for field, kind in _FIELDS.items():
+        if not isinstance(cfg.get(field), kind):
+            raise KernelError(expected(f"backend_config field {field!r}",
+                                       f"a JSON {kind.__name__}", repr(cfg.get(field))[:60]),
+                              loc=caller_loc())
+    for p in cfg["params"]:
+        if not isinstance(p, dict) or not isinstance(p.get("name"), str) or (
+                "value" not in p and not ({"shape", "dtype"} <= set(p))):
+            raise KernelError(expected("backend_config param", "an object with a name and a "
+                                       "value, or a shape and a dtype", repr(p)[:60]),
+                              loc=caller_loc())
+
+
+def _load_kernel(ref: Any) -> Any:
+    """The kernel function a config names: from its module, else from its file; refused unless
+    it is a declared NKI kernel (:func:`is_kernel`)."""
+    if not isinstance(ref, dict) or not all(isinstance(ref.get(k), (str, type(None)))
+                                            for k in ("module", "qualname", "file")):
+        raise KernelError(expected("backend_config kernel", "an object with the strings "
+                                   "module, qualname and file", repr(ref)[:80]),
+                          loc=caller_loc())
     module = sys.modules.get(ref.get("module") or "")
     if module is None and ref.get("module") not in (None, "__main__"):
         try:
@@ -202,6 +255,13 @@ def _load_kernel(ref: dict[str, Any]) -> Any:
         raise KernelError(f"backend_config: kernel {ref.get('qualname')!r} of module "
                           f"{ref.get('module')!r} ({ref.get('file')}) cannot be found; "
                           "expected a module-level kernel", loc=caller_loc())
+    if not is_kernel(obj):  # refused before it is called: a config names code (docs/frameworks.md)
+        raise KernelError(expected(
+            f"backend_config: {ref.get('module')}.{ref.get('qualname')}",
+            "an NKI kernel (a function decorated with nki.jit / nki.trace / nki.baremetal, or "
+            "given to nki.FrameworkKernel in this process)",
+            f"{type(obj).__name__} {getattr(obj, '__qualname__', obj)!r:.80}, which is not "
+            "launched"), loc=caller_loc())
     return getattr(obj, "func", obj)
 
 
@@ -223,6 +283,7 @@ def run_backend_config(backend_config: str, *operands: Any) -> tuple[np.ndarray,
         raise KernelError(expected("backend_config format", CONFIG_FORMAT,
                                    repr(cfg.get("format") if isinstance(cfg, dict) else cfg)),
                           loc=caller_loc())
+    _check_fields(cfg)
     fn = _load_kernel(cfg["kernel"])
     if len(operands) != len(cfg["inputs"]):
         raise KernelError(expected(f"{cfg['func_name']}: custom call operands",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..frontend import tracer as _tracer
+from ..frameworks.config import mark_kernel
 from ..frameworks.jax_ops import call_kernel, has_jax_args
 from ..frontend.torch_io import TorchArgs
 from ..simulate import launch_grid, simulate_launch
@@ -24,6 +25,7 @@ class Kernel:
     def __init__(self, func: Callable[..., Any], grid: tuple[int, ...] = (),
                  options: dict[str, Any] | None = None) -> None:
         self.func = func
+        mark_kernel(func)  # the only kind of function a backend config may launch
         self.grid = grid
         self.options = options or {}
         self.__name__ = getattr(func, "__name__", "kernel")
