@@ -27,14 +27,13 @@ from typing import Sequence
 
 from . import report
 from .report import explorer
-from .report.launch_files import (OutputPlaceError, check_out_dir, launch_folder,
-                                  write_launch_files)
+from .report.launch_files import (OutputPlaceError, check_launch_folder, check_out_dir,
+                                  launch_folder, write_launch_files)
 from .sweep import cli as sweep_cli
 from .alias import install_neuronxcc_alias
 from .frameworks.device_alias import install_device_aliases
 from .config import NeuronCoreConfig, load_config
-from .errors import (EXIT_FAILED, EXIT_OK, EXIT_USAGE, ConfigError, SimulatorError,
-                     UnsupportedError)
+from .errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ConfigError, SimulatorError
 from .sweep.kernel_file import (UsageError, example_inputs, find_kernel, load_kernel_file,
                                 max_abs_error, split_target)
 from .result import SimResult
@@ -140,6 +139,8 @@ def _main(argv: Sequence[str] | None) -> int:
         cfg = load_config(args.config) if args.config is not None else None
         if args.command in ("run", "profile") and args.out is not None:
             check_out_dir(args.out)  # before any work: a bad place fails at once
+            # against the folder the command started in, even if a script changes directory
+            args.out_shown, args.out = args.out, Path(os.path.abspath(args.out))
     except (ConfigError, OutputPlaceError) as e:  # usage errors
         print(f"neuroncore-sim: error: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -214,6 +215,9 @@ def _run(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
         raise UsageError(f"script not found: {script}")
     install_neuronxcc_alias()
     install_device_aliases()  # torch_xla / torch_neuronx stand-ins, where PyTorch has none
+    if args.out is not None:  # a launch folder left unwritable fails now, not after the run
+        for folder in sorted(args.out.glob("launch*_*")):
+            check_launch_folder(folder)
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [str(script)] + list(args.args)
     sys.path.insert(0, str(script.resolve().parent))  # as `python SCRIPT.py` would
@@ -224,8 +228,11 @@ def _run(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
     launches = session.results
+    if args.out is not None:  # every launch's folder checked before the first is written
+        for n, res in enumerate(launches, 1):
+            check_launch_folder(launch_folder(args.out, n, res.program.name))
     for n, res in enumerate(launches, 1):
-        _report(res, n, args.out, trace_max_events=args.trace_max_events)
+        _report(res, n, args, trace_max_events=args.trace_max_events)
     if len(launches) > 1:  # where the device time of the whole run went, per kernel and layer
         print("== all launches (estimated device time per launch, kernel and layer)")
         print(session.table())
@@ -291,9 +298,11 @@ def _profile(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
     module = load_kernel_file(file)
     name, kernel = find_kernel(module, kname)
     pos, kw = example_inputs(module, file)
+    if args.out is not None:  # an unwritable launch folder fails before the simulation
+        check_launch_folder(launch_folder(args.out, 1, name))
     res = simulate(kernel, *pos, grid=getattr(module, "GRID", ()), config=cfg,
                    functional=not args.timing_only, progress=_progress(args), **kw)
-    _report(res, 1, args.out, label=name, trace_max_events=args.trace_max_events)
+    _report(res, 1, args, label=name, trace_max_events=args.trace_max_events)
     reference = getattr(module, "reference", None)
     if args.timing_only or not callable(reference) or not res.outputs:
         return EXIT_OK
@@ -304,22 +313,24 @@ def _profile(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
 
 # --- output --------------------------------------------------------------------------------------
 
-def _report(res: SimResult, n: int, out: Path | None, label: str | None = None,
+def _report(res: SimResult, n: int, args: argparse.Namespace, label: str | None = None,
             trace_max_events: int | None = None) -> None:
-    """Print one launch's summary; with ``out``, write its files."""
+    """Print one launch's summary; with ``--out``, write its files (as a set: all or none)."""
     name = label or res.program.name
     print(f"== launch {n}: {name}" + ("" if label else f" ({res.entry})"))
     print(report.summary_text(res), end="")
-    if out is None:
+    if args.out is None:
         return
-    folder = launch_folder(out, n, name)
-    write_launch_files(res, folder, trace_max_events)
+    folder = launch_folder(args.out, n, name)
+    extra = {}
+    if explorer.available():  # Neuron Explorer's tables: optional (pyarrow)
+        extra[EXPLORER_FOLDER + "/"] = lambda tmp: explorer.write_tables(res, tmp)
+    write_launch_files(res, folder, trace_max_events, extra)
     if trace_max_events is not None and len(res.timing.events) > trace_max_events:
         print(f"   trace.json: first {trace_max_events:,} of {len(res.timing.events):,} events "
               "(--trace-max-events)")
-    try:  # Neuron Explorer's tables: optional (pyarrow); the other files stand without them
-        explorer.write_tables(res, folder / EXPLORER_FOLDER)
-    except UnsupportedError as e:
-        print(f"neuroncore-sim: note: {folder}/{EXPLORER_FOLDER}/ not written: {e}",
-              file=sys.stderr)
-    print(f"   wrote {folder}/")
+    shown = launch_folder(args.out_shown, n, name)  # as the user gave --out
+    if not extra:
+        print(f"neuroncore-sim: note: {shown}/{EXPLORER_FOLDER}/ not written: "
+              f"{explorer.MISSING_PYARROW}", file=sys.stderr)
+    print(f"   wrote {shown}/")

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import EXIT_FAILED, EXIT_OK
 from .kernel_file import UsageError
+from .points_file import DamagedPointsWarning
 from .run import PLOT_FILE, POINTS_FILE, TABLE_FILE, sweep
 from .table import ENGINES
 
@@ -117,9 +119,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--scheduler {args.scheduler}: expected with --executor dask, found "
                          f"--executor {args.executor} (points run on this machine)")
     try:
-        table = sweep(args.target, params, config=args.config or "trn1", check=check,
-                      workers=args.workers, out=args.out, executor=args.executor,
-                      scheduler=args.scheduler, progress=False if args.no_progress else None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", DamagedPointsWarning)
+            table = sweep(args.target, params, config=args.config or "trn1", check=check,
+                          workers=args.workers, out=args.out, executor=args.executor,
+                          scheduler=args.scheduler, progress=False if args.no_progress else None)
+        _show(caught)
     except KeyboardInterrupt:
         saved = (f"; finished points are saved in {args.out}/{POINTS_FILE}: run the same "
                  "command again to resume" if args.out else "")
@@ -139,6 +144,16 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None:
         print(f"wrote {args.out}/{POINTS_FILE}, {TABLE_FILE} and {PLOT_FILE}")
     return EXIT_FAILED if len(failed) == len(table) else EXIT_OK
+
+
+def _show(caught: list[warnings.WarningMessage]) -> None:
+    """Warnings the sweep gave: a damaged points file as one line of ours, others as Python
+    shows them."""
+    for w in caught:
+        if issubclass(w.category, DamagedPointsWarning):
+            print(f"neuroncore-sim: warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)
 
 
 def format_table(table: Any, params: list[str], top: int) -> str:

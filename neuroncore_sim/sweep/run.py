@@ -28,9 +28,10 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator
 from .. import config as _config_module
 from ..config import NeuronCoreConfig, load_config
 from ..errors import UnsupportedError, caller_loc, expected
-from ..report.launch_files import OutputPlaceError, atomic_path, check_out_dir
+from ..report.launch_files import OutputPlaceError, check_out_dir, write_files
 from .kernel_file import UsageError
 from .point import SweepError, load_target, remember, run_point
+from .points_file import PointsWriter, check_appendable, read_points
 from .table import INDEX_COLUMNS, RESULT_COLUMNS, rank
 
 if TYPE_CHECKING:
@@ -159,13 +160,13 @@ def sweep(target: str, params: dict[str, Any] | Iterable[dict[str, Any]], *,
     out = Path(out) if out is not None else None
     if out is not None:
         _check_out(out)  # a place that cannot hold the files fails before any point runs
-    results = _read_points(out / POINTS_FILE, set(keys)) if out else {}
+    results = read_points(out / POINTS_FILE, set(keys)) if out else {}
     todo = {k: p for k, p in zip(keys, grid) if k not in results}  # equal points run once
     # Points sharing their example inputs run next to each other, so workers reuse them.
     order = sorted(todo, key=lambda k: json.dumps(
         {n: v for n, v in todo[k].items() if n in kt.input_names}, sort_keys=True))
     tasks = [(k, todo[k]) for k in order]
-    with _Writer(out, kt.identity, cfg.name) as write, _bar(progress, len(set(keys)),
+    with PointsWriter(out, kt.identity, cfg.name) as write, _bar(progress, len(set(keys)),
                                                            len(set(keys)) - len(tasks)) as bar:
         for key, row in _execute(tasks, kt.target, cfg, check, workers, executor, scheduler):
             results[key] = {c: row[c] for c in RESULT_COLUMNS}
@@ -176,10 +177,10 @@ def sweep(target: str, params: dict[str, Any] | Iterable[dict[str, Any]], *,
         from .plot import save_sweep_plot
 
         # whole files or none: an interrupted sweep leaves the previous table and plot
-        with atomic_path(out / TABLE_FILE) as tmp:
-            table.to_csv(tmp, index=False)
-        with atomic_path(out / PLOT_FILE) as tmp:
-            save_sweep_plot(table, tmp, title=kt.target.rsplit("/", 1)[-1])
+        write_files(out, {
+            TABLE_FILE: lambda tmp: table.to_csv(tmp, index=False),
+            PLOT_FILE: lambda tmp: save_sweep_plot(table, tmp,
+                                                   title=kt.target.rsplit("/", 1)[-1])})
     return table
 
 
@@ -199,6 +200,7 @@ def _check_out(out: Path) -> None:
         if path.exists() and not path.is_file():
             raise UsageError(f"--out {out}: expected {name} to be a file the sweep writes "
                              f"(or none yet), found a directory {path}")
+        check_appendable(path)
 
 
 # --- running the points --------------------------------------------------------------------------
@@ -244,22 +246,41 @@ def _in_processes(tasks: list[Task], target: str, cfg: NeuronCoreConfig, check: 
                 lost.append(futures[fut][1])
                 continue
             yield futures[fut][0], row
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)  # Ctrl-C: stop now, saved points stay
+    except BaseException:  # Ctrl-C, an error: stop now (saved points stay)
+        workers = list((getattr(pool, "_processes", None) or {}).values())  # before shutdown
+        pool.shutdown(wait=False, cancel_futures=True)  # queued points never start
+        _stop_workers(workers)  # running points stop too, instead of being waited for
         raise
     pool.shutdown(wait=True)
     if lost:
         raise SweepError(_lost_message(lost, "a worker process died (killed, or out of memory)"))
 
 
+def _stop_workers(processes: list[Any]) -> None:
+    """End a pool's worker ``processes`` (taken before its shutdown, which forgets them) now (SIGTERM, then SIGKILL for any still alive after
+    half a second): the points they were running are not saved, and run again on resume."""
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(0.5)
+        if process.is_alive():
+            process.kill()
+            process.join(0.5)
+
+
 def _die_with_parent(parent: int) -> None:
     """Worker initializer: end this worker when the sweep's process dies (SIGKILL included),
     so no orphan keeps running or holds the caller's stdout. Linux: the kernel sends SIGKILL on
     the parent's death (prctl PR_SET_PDEATHSIG). Elsewhere a daemon thread checks once a second
-    whether the parent is gone (no event tells a process that its parent died there)."""
+    whether the parent is gone (no event tells a process that its parent died there).
+    Ctrl-C is the sweep's to handle: a worker ignores SIGINT (a terminal sends it to the whole
+    process group), and the sweep ends its workers (:func:`_stop_workers`)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         import ctypes
-        import signal
 
         libc = ctypes.CDLL(None, use_errno=True)
         pr_set_pdeathsig = 1
@@ -314,53 +335,6 @@ def _lost_message(lost: list[dict[str, Any]], why: str) -> str:
 
 
 # --- files, progress and the table ---------------------------------------------------------------
-
-def _read_points(path: Path, wanted: set[str]) -> dict[str, dict[str, Any]]:
-    """Rows already saved for the wanted keys. A line cut short by an interruption is skipped
-    (that point runs again)."""
-    found: dict[str, dict[str, Any]] = {}
-    if not path.is_file():
-        return found
-    for line in path.read_text().splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and record.get("key") in wanted:
-            found[record["key"]] = {c: record.get(c) for c in RESULT_COLUMNS}
-    return found
-
-
-class _Writer:
-    """Appends one JSON line per finished point to ``points.jsonl``, flushed to disk at once."""
-
-    def __init__(self, out: Path | None, target: str, config_name: str) -> None:
-        self.out, self.target, self.config_name, self.file = out, target, config_name, None
-
-    def __enter__(self) -> "_Writer":
-        if self.out is not None:
-            self.out.mkdir(parents=True, exist_ok=True)
-            path = self.out / POINTS_FILE
-            cut = path.is_file() and path.stat().st_size > 0 and not path.read_bytes().endswith(
-                b"\n")
-            self.file = path.open("a", encoding="utf-8")
-            if cut:  # the last line was cut short: start a fresh line after it
-                self.file.write("\n")
-        return self
-
-    def __call__(self, key: str, point: dict[str, Any], row: dict[str, Any]) -> None:
-        if self.file is None:
-            return
-        record = {"key": key, "target": self.target, "config": self.config_name,
-                  "params": point, **row}
-        self.file.write(json.dumps(record) + "\n")
-        self.file.flush()
-        os.fsync(self.file.fileno())
-
-    def __exit__(self, *exc: object) -> None:
-        if self.file is not None:
-            self.file.close()
-
 
 def _bar(progress: bool | None, total: int, initial: int) -> Any:
     from tqdm import tqdm
