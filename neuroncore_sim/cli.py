@@ -33,7 +33,9 @@ from .sweep import cli as sweep_cli
 from .alias import install_neuronxcc_alias
 from .frameworks.device_alias import install_device_aliases
 from .config import NeuronCoreConfig, load_config
-from .errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, ConfigError, SimulatorError
+from .errors import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ConfigError,
+                     SimulatorError, hide_package_frames,
+                     show_full_tracebacks)
 from .sweep.kernel_file import (UsageError, example_inputs, find_kernel, load_kernel_file,
                                 max_abs_error, split_target)
 from .result import SimResult
@@ -110,6 +112,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     status."""
     try:
         return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C: one line; files under --out are whole sets or absent
+        print("neuroncore-sim: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # stdout was piped to a reader that stopped early (`| head`): not a failure of ours.
         # Point stdout at /dev/null so the interpreter's final flush does not raise again.
@@ -131,6 +136,7 @@ def _main(argv: Sequence[str] | None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse exits on --help (0) and on bad usage (2)
         return int(e.code or 0)
+    show_full_tracebacks(args.debug)
     if script_args is not None:
         args.args = script_args
         _note_run_options_given_to_script(args.script, script_args, run_options)
@@ -158,6 +164,31 @@ def _main(argv: Sequence[str] | None) -> int:
             traceback.print_exc()
         print(f"error: {e}", file=sys.stderr)
         return EXIT_FAILED
+    except BrokenPipeError:  # main() handles it: stdout's reader stopped early
+        raise
+    except Exception as e:  # the kernel's own code failed (or a bug of ours): its frames only
+        _print_traceback(e, args.debug)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        if args.debug:
+            traceback.print_exc()
+        print("neuroncore-sim: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        show_full_tracebacks(False)
+
+
+def _print_traceback(error: BaseException, debug: bool) -> None:
+    """``error`` as Python shows it: with ``debug`` every frame, else the frames outside this
+    package (the user's code and the error line)."""
+    tb = error.__traceback__
+    if not debug:
+        hide_package_frames(error)
+        tb = error.__traceback__
+    traceback.print_exception(type(error), error, tb)
+    if tb is None and not debug:  # nothing of the user's raised it
+        print("neuroncore-sim: this is an internal error of neuroncore_sim; --debug shows "
+              "where it was raised", file=sys.stderr)
 
 
 def _progress(args: argparse.Namespace) -> bool:
@@ -271,8 +302,9 @@ def _script_ending(script: Path, ending: BaseException | None, launches: int,
     if ending is not None:  # a bug in the script: show it as Python would
         print(f"neuroncore-sim: {script.name} raised {type(ending).__name__} {done}; "
               "its traceback:", file=sys.stderr)
-        traceback.print_exception(type(ending), ending,
-                                  ending.__traceback__ if debug else _from_script(ending, script))
+        if not debug:
+            ending.__traceback__ = _from_script(ending, script)
+        _print_traceback(ending, debug)
         return EXIT_FAILED
     if not launches:
         print(f"no kernel launches recorded: {script.name} ran to its end without launching a "

@@ -38,7 +38,8 @@ from .environment import launch_environment
 from .launch_outputs import collect_outputs
 from .dtypes import to_dtype
 from .errors import (ConfigError, KernelError, SimulatorError, SimulatorWarning,
-                     UnsupportedError, caller_loc, expected, warn_at_kernel_lines)
+                     UnsupportedError, caller_loc, expected, public_entry,
+                     warn_at_kernel_lines)
 from .values.execute import Executor
 from .values.fast.executor import FastExecutor
 from .values.fast.pipeline import PipelinedExecutor
@@ -205,6 +206,7 @@ def _def_loc(fn: Callable[..., Any]) -> str | None:
     return f"{code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno}" if code else None
 
 
+@public_entry
 def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
           functional: bool | str = True, on_record: Callable[[int], None] | None = None,
           kernel_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> Launch:
@@ -332,6 +334,7 @@ def _raise_first(executor: PipelinedExecutor | Executor | None, error: Exception
         _tracer.locate_in_kernel(error)
 
 
+@public_entry
 def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
              functional: bool | str = True, timing: bool = True,
              progress: bool | ProgressFactory = False,
@@ -372,6 +375,7 @@ def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
 SIMULATE_ENTRY = "neuroncore_sim.simulate"
 
 
+@public_entry
 def simulate_launch(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *,
                     entry: str, grid: Any = (), config: Any = None, functional: bool = True,
                     timing: bool = True, progress: bool | ProgressFactory = False) -> SimResult:

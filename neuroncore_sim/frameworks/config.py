@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import dtype_name, to_dtype
-from ..errors import KernelError, caller_loc, expected
+from ..errors import KernelError, caller_loc, expected, public_entry
 from ..simulate import launch_grid, simulate_launch, trace
 from ..frontend.typing import TensorType
 from .specs import _ReturnCapture, def_loc, output_specs
@@ -265,6 +265,7 @@ def _load_kernel(ref: Any) -> Any:
     return getattr(obj, "func", obj)
 
 
+@public_entry
 def run_backend_config(backend_config: str, *operands: Any) -> tuple[np.ndarray, ...]:
     """Execute the custom call ``backend_config`` describes on ``operands`` (numpy arrays, in
     the order of its input names): its output arrays, in the order of its output names.

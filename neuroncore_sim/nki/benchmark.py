@@ -14,7 +14,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import KernelError, caller_loc, expected
+from ..errors import KernelError, caller_loc, expected, public_entry
 from ..frontend.typing import TensorType
 from ..report.launch_files import OutputPlaceError, atomic_path, check_out_dir
 from ..simulate import simulate_launch
@@ -57,6 +57,7 @@ class BenchmarkKernel(Kernel):
     benchmark_result: BenchmarkResult | None = None
     _owner: BenchmarkKernel | None = None
 
+    @public_entry
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         iters = int(self.options.get("iters", 100))
         res = simulate_launch(self, args, kwargs, grid=self.grid, functional=False,
@@ -103,6 +104,7 @@ class ProfileKernel(Kernel):
     is timing-only and returns None; with arrays it also computes and returns the outputs.
     """
 
+    @public_entry
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         out = Path(self.options.get("working_directory") or ".")
         try:

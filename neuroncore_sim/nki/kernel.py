@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..errors import public_entry
 from ..frontend import tracer as _tracer
 from ..frameworks.config import mark_kernel
 from ..frameworks.jax_ops import call_kernel, has_jax_args
@@ -35,6 +36,7 @@ class Kernel:
     def __getitem__(self, grid: Any) -> Kernel:
         return Kernel(self.func, launch_grid(grid), self.options)
 
+    @public_entry
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _tracer.active_or_none() is not None:
             return self.func(*args, **kwargs)  # a sub-kernel: inline it

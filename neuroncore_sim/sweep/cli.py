@@ -18,14 +18,12 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import EXIT_FAILED, EXIT_OK
+from ..errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from .kernel_file import UsageError
 from .points_file import DamagedPointsWarning
 from .run import PLOT_FILE, POINTS_FILE, TABLE_FILE, sweep
 from .table import ENGINES
 
-#: Exit status after Ctrl-C, as shells report a process ended by SIGINT.
-EXIT_INTERRUPTED = 130
 #: Characters of an error message shown in the table (the full text is in sweep.csv).
 _ERROR_WIDTH = 60
 

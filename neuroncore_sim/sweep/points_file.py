@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
 
+from ..errors import is_package_frame
 from ..report.launch_files import OutputWriteError
 from .table import RESULT_COLUMNS, TEXT_COLUMNS
 
@@ -47,8 +49,18 @@ def read_points(path: Path, wanted: set[str]) -> dict[str, dict[str, Any]]:
     if damaged:
         warnings.warn(DamagedPointsWarning(
             f"{path}: {damaged} damaged line{'s' if damaged != 1 else ''} skipped (cut short, "
-            "not UTF-8 or not a saved point); the points they held run again"), stacklevel=3)
+            "not UTF-8 or not a saved point); the points they held run again"),
+            stacklevel=_outside_package())
     return found
+
+
+def _outside_package() -> int:
+    """The ``stacklevel`` of the innermost caller outside this package (as seen from the
+    function that calls this one's caller)."""
+    frame, level = sys._getframe(2), 2
+    while frame.f_back is not None and is_package_frame(frame.f_code.co_filename):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _record(raw: bytes) -> dict[str, Any] | None:

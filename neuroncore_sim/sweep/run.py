@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from .. import config as _config_module
 from ..config import NeuronCoreConfig, load_config
-from ..errors import UnsupportedError, caller_loc, expected
+from ..errors import UnsupportedError, caller_loc, expected, public_entry
 from ..report.launch_files import OutputPlaceError, check_out_dir, write_files
 from .kernel_file import UsageError
 from .point import SweepError, load_target, remember, run_point
@@ -110,6 +110,7 @@ def point_key(kernel: str, config: NeuronCoreConfig, point: dict[str, Any]) -> s
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
+@public_entry
 def sweep(target: str, params: dict[str, Any] | Iterable[dict[str, Any]], *,
           config: Any = "trn1", check: bool | int = False, workers: int | None = None,
           out: str | Path | None = None, executor: str = "local", scheduler: str | None = None,

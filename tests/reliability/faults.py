@@ -1,13 +1,12 @@
 """Helpers of the fault tests (issue 25): the command line in a subprocess, with a file size
-limit (``ulimit -f``: writes past it fail with EFBIG), as root without the
-capabilities that bypass file permissions (so that permissions hold when the tests run as root), and a real full disk (a small tmpfs, where this
-process may mount one)."""
+limit (``ulimit -f``: writes past it fail with EFBIG), without the capabilities that bypass
+file permissions (so that they hold when the tests run as root), and a real full disk (a small
+tmpfs, where this process may mount one)."""
 
 from __future__ import annotations
 
-import ctypes
 import os
-import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -41,7 +40,6 @@ def example_inputs(cols=64):
     return {"x": np.ones((128, 512), np.float32), "cols": cols}
 '''
 
-PR_CAPBSET_DROP, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH = 24, 1, 2
 
 
 def kernel_file(folder: Path) -> Path:
@@ -60,20 +58,26 @@ def open_folder() -> Path:
 def cli(*args: str, cwd: Path | None = None, file_limit: int | None = None,
         unprivileged: bool = False, timeout: float = 120) -> subprocess.CompletedProcess:
     """``python -m neuroncore_sim ARGS`` in a subprocess; ``file_limit``: the largest file it
-    may write, in bytes; ``unprivileged``: run as nobody when this process is root."""
-    def limits() -> None:
-        if file_limit is not None:
-            resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, file_limit))
-        if unprivileged and os.geteuid() == 0:  # root keeps its uid, not its file powers:
-            libc = ctypes.CDLL(None, use_errno=True)  # the capabilities that ignore permissions
-            for cap in (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH):  # leave the bounding set, so
-                libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)     # exec does not grant them
-
+    may write, in bytes (``prlimit --fsize``, as ``ulimit -f``); ``unprivileged``: file
+    permissions hold even when this process is root (``setpriv`` takes the capabilities that
+    bypass them out of the bounding set, so the new process never has them)."""
+    command = [sys.executable, "-m", "neuroncore_sim", *args]
+    if file_limit is not None:
+        command = [_tool("prlimit"), f"--fsize={file_limit}", *command]
+    if unprivileged and os.geteuid() == 0:
+        command = [_tool("setpriv"), "--bounding-set=-dac_override,-dac_read_search",
+                   *command]
     env = dict(os.environ, PYTHONPATH=str(REPO), MPLCONFIGDIR=tempfile.gettempdir(),
                NUMBA_CACHE_DIR=tempfile.gettempdir())
-    return subprocess.run([sys.executable, "-m", "neuroncore_sim", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout, env=env,
-                          preexec_fn=limits)
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env=env)
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.skip(f"{name} (util-linux) is not installed")
+    return path
 
 
 def small_disk(size: str = "96k") -> Iterator[Path]:
