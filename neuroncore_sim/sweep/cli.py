@@ -20,6 +20,8 @@ from typing import Any, Callable
 
 from ..errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from .kernel_file import UsageError
+from .dask_connect import DEFAULT_CONNECT_TIMEOUT_S, check_timeout
+from .point import SweepError
 from .points_file import DamagedPointsWarning
 from .run import PLOT_FILE, POINTS_FILE, TABLE_FILE, sweep
 from .table import ENGINES
@@ -66,6 +68,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="where points run: local processes, or a Dask cluster (--scheduler)")
     p.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="Dask scheduler address for --executor dask, e.g. tcp://10.0.0.5:8786")
+    p.add_argument("--connect-timeout", metavar="SECONDS", type=_seconds,
+                   default=DEFAULT_CONNECT_TIMEOUT_S,
+                   help="with --executor dask: seconds the scheduler has to answer (default "
+                        f"{DEFAULT_CONNECT_TIMEOUT_S:g})")
     p.add_argument("--out", metavar="DIR", type=Path, default=None,
                    help=f"write {POINTS_FILE} (one line per finished point; a second run with "
                         f"the same DIR resumes), {TABLE_FILE} and {PLOT_FILE} under DIR")
@@ -73,6 +79,14 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="rows of the table to print per problem (points with the same "
                         "example_inputs parameters; default 20)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _seconds(text: str) -> float:
+    """An argparse ``type=``: a finite number of seconds > 0."""
+    try:
+        return check_timeout(text)
+    except SweepError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, found {text!r}")
 
 
 def parse_params(specs: list[str]) -> dict[str, list[Any]]:
@@ -121,7 +135,8 @@ def run(args: argparse.Namespace) -> int:
             warnings.simplefilter("always", DamagedPointsWarning)
             table = sweep(args.target, params, config=args.config or "trn1", check=check,
                           workers=args.workers, out=args.out, executor=args.executor,
-                          scheduler=args.scheduler, progress=False if args.no_progress else None)
+                          scheduler=args.scheduler, progress=False if args.no_progress else None,
+                          connect_timeout=args.connect_timeout)
         _show(caught)
     except KeyboardInterrupt:
         saved = (f"; finished points are saved in {args.out}/{POINTS_FILE}: run the same "

@@ -31,6 +31,7 @@ from ..errors import UnsupportedError, caller_loc, expected, public_entry
 from ..report.launch_files import OutputPlaceError, check_out_dir, write_files
 from .kernel_file import UsageError
 from .point import SweepError, load_target, remember, run_point
+from .dask_connect import DEFAULT_CONNECT_TIMEOUT_S, check_timeout, connect
 from .points_file import PointsWriter, check_appendable, read_points
 from .table import INDEX_COLUMNS, RESULT_COLUMNS, rank
 
@@ -114,7 +115,8 @@ def point_key(kernel: str, config: NeuronCoreConfig, point: dict[str, Any]) -> s
 def sweep(target: str, params: dict[str, Any] | Iterable[dict[str, Any]], *,
           config: Any = "trn1", check: bool | int = False, workers: int | None = None,
           out: str | Path | None = None, executor: str = "local", scheduler: str | None = None,
-          progress: bool | None = None) -> "pd.DataFrame":
+          progress: bool | None = None,
+          connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S) -> "pd.DataFrame":
     """Run ``target`` (``"file.py::kernel"`` or ``"file.py"``) at every point of ``params``.
 
     Args:
@@ -130,6 +132,8 @@ def sweep(target: str, params: dict[str, Any] | Iterable[dict[str, Any]], *,
             at ``scheduler``, e.g. "tcp://10.0.0.5:8786"; the kernel file's path must exist on
             the workers).
         progress: show a progress bar on stderr (default: when stderr is a terminal).
+        connect_timeout: seconds the Dask scheduler has to answer (a malformed address, one
+            that does not answer in time or that is not a Dask scheduler is a SweepError).
 
     Returns:
         One row per point: ``point`` (its index in the grid), ``problem`` (points with the same
@@ -149,6 +153,7 @@ def sweep(target: str, params: dict[str, Any] | Iterable[dict[str, Any]], *,
     if scheduler is not None and executor != "dask":  # an address that would be ignored
         raise SweepError(expected("scheduler", 'executor="dask" with it',
                                   f"executor={executor!r}"), loc=caller_loc())
+    connect_timeout = check_timeout(connect_timeout)
     cfg = load_config(config)
     kt = load_target(target)  # a wrong file or kernel name fails here, not once per point
     remember(kt)
@@ -169,7 +174,8 @@ def sweep(target: str, params: dict[str, Any] | Iterable[dict[str, Any]], *,
     tasks = [(k, todo[k]) for k in order]
     with PointsWriter(out, kt.identity, cfg.name) as write, _bar(progress, len(set(keys)),
                                                            len(set(keys)) - len(tasks)) as bar:
-        for key, row in _execute(tasks, kt.target, cfg, check, workers, executor, scheduler):
+        for key, row in _execute(tasks, kt.target, cfg, check, workers, executor, scheduler,
+                                 connect_timeout):
             results[key] = {c: row[c] for c in RESULT_COLUMNS}
             write(key, todo[key], row)
             bar.update(1)
@@ -210,11 +216,12 @@ Task = tuple[str, dict[str, Any]]
 
 
 def _execute(tasks: list[Task], target: str, cfg: NeuronCoreConfig, check: bool | int,
-             workers: int | None, executor: str, scheduler: str | None
+             workers: int | None, executor: str, scheduler: str | None,
+             connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S
              ) -> Iterator[tuple[str, dict[str, Any]]]:
     """(key, row) of every task, in the order they finish."""
     if executor == "dask":
-        return _on_dask(tasks, target, cfg, check, scheduler)
+        return _on_dask(tasks, target, cfg, check, scheduler, connect_timeout)
     n = (os.cpu_count() or 1) if workers is None else workers
     if not isinstance(n, int) or n < 1:
         raise SweepError(expected("workers", "a positive number of processes", repr(workers)))
@@ -301,30 +308,32 @@ def _die_with_parent(parent: int) -> None:
 
 
 def _on_dask(tasks: list[Task], target: str, cfg: NeuronCoreConfig, check: bool | int,
-             scheduler: str | None) -> Iterator[tuple[str, dict[str, Any]]]:
+             scheduler: str | None, connect_timeout: float
+             ) -> Iterator[tuple[str, dict[str, Any]]]:
     try:
-        from distributed import Client, as_completed as dask_completed
+        from distributed import as_completed as dask_completed
     except ImportError as e:
         raise UnsupportedError("executor='dask' needs the optional dask.distributed package; "
                                "install it with: pip install 'neuroncore_sim[dask]'") from e
     if not scheduler:
         raise SweepError(expected("executor='dask'", "scheduler=ADDRESS of a running Dask "
                                   "scheduler (e.g. tcp://10.0.0.5:8786)", "no scheduler"))
-    try:
-        client = Client(scheduler, timeout="20s")
-    except OSError as e:
-        raise SweepError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from e
+    client = connect(scheduler, connect_timeout)
     lost: list[dict[str, Any]] = []
     with client:
         futures = {client.submit(run_point, target, p, cfg, check, key=f"ncs-sweep-{key}",
                                  pure=False): (key, p) for key, p in tasks}
-        for fut in dask_completed(futures):
-            try:
-                row = fut.result()
-            except Exception:  # KilledWorker and the like: the cluster lost the point
-                lost.append(futures[fut][1])
-                continue
-            yield futures[fut][0], row
+        try:
+            for fut in dask_completed(futures):
+                try:
+                    row = fut.result()
+                except Exception:  # KilledWorker and the like: the cluster lost the point
+                    lost.append(futures[fut][1])
+                    continue
+                yield futures[fut][0], row
+        except BaseException:  # Ctrl-C, an error: the cluster drops the points not done
+            client.cancel(list(futures))
+            raise
     if lost:
         raise SweepError(_lost_message(lost, "the Dask cluster lost the worker running them"))
 
