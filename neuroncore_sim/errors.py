@@ -76,6 +76,16 @@ class CapacityError(KernelError):
     """A kernel needs more on-chip memory (SBUF, PSUM) than the NeuronCore has."""
 
 
+class InstructionLimitError(KernelError):
+    """A launch would record more instructions than the config's
+    ``max_instructions_per_launch`` (a loop of 10**9 iterations): a limit of the simulator."""
+
+
+class MemoryLimitError(SimulatorError):
+    """The values of a functional run do not fit in this machine's memory (a timing-only run
+    needs none of them)."""
+
+
 class UnsupportedError(SimulatorError):
     """A valid NKI feature that this simulator does not implement (yet), or not on this core."""
 

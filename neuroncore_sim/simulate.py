@@ -34,7 +34,7 @@ import numpy as np
 
 from .timing.placement import check_capacity
 from .config import NeuronCoreConfig, load_config
-from .environment import launch_environment
+from .environment import check_fits, launch_environment, values_do_not_fit
 from .launch_outputs import collect_outputs
 from .dtypes import to_dtype
 from .errors import (ConfigError, KernelError, SimulatorError, SimulatorWarning,
@@ -179,8 +179,14 @@ def _bind_inputs(tr: _tracer.Tracer, fn: Callable[..., Any], args: tuple[Any, ..
             if value.ndim == 0:
                 raise KernelError(f"argument {name!r}: expected an array with at least 1 dim, "
                                   "found a 0-d array (pass a Python scalar instead)", _def_loc(fn))
-            decl = tr.new_tensor(MemSpace.HBM, value.shape, dt, kind="input", name=name,
-                                 values=value if functional else None)
+            if functional:  # copied into the launch: refused now if it cannot be
+                check_fits(name, value.nbytes, value.shape, _def_loc(fn))
+            try:
+                decl = tr.new_tensor(MemSpace.HBM, value.shape, dt, kind="input", name=name,
+                                     values=value if functional else None)
+            except MemoryError:
+                raise values_do_not_fit(f"argument {name!r} (shape {list(value.shape)})",
+                                        _def_loc(fn)) from None
             user_arrays[decl.id] = value
             return NkiTensor.whole(decl)
         return value
@@ -248,7 +254,13 @@ def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
         elif functional:
             executor = PipelinedExecutor(FastExecutor(cfg, gemm_threads=threads))
             stack.callback(executor.close)
-        outputs, found = _run_launch(fn, args, kwargs, grid, cfg, program, executor, on_record)
+        try:
+            outputs, found = _run_launch(fn, args, kwargs, grid, cfg, program, executor,
+                                         on_record)
+        except MemoryError:
+            if executor is None:
+                raise
+            raise values_do_not_fit(f"kernel {program.name}", _def_loc(fn)) from None
     _warn(found, program, fn)
     return Launch(program, outputs, [str(w) for w in found])
 
