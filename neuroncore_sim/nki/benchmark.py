@@ -16,7 +16,8 @@ from typing import Any, Callable
 
 from ..errors import KernelError, caller_loc, expected, public_entry
 from ..frontend.typing import TensorType
-from ..report.launch_files import OutputPlaceError, atomic_path, check_out_dir
+from ..report.launch_files import (OutputPlaceError, OutputWriteError, check_out_dir,
+                                  write_files)
 from ..simulate import simulate_launch
 from .kernel import Kernel
 
@@ -117,11 +118,14 @@ class ProfileKernel(Kernel):
         functional = not any(isinstance(a, TensorType) for a in (*args, *kwargs.values()))
         res = simulate_launch(self, args, kwargs, grid=self.grid, functional=functional,
                               entry="nki.profile")
-        # whole files or none: an interrupted profile leaves the previous ones
-        with atomic_path(out / "summary.json") as tmp:
-            tmp.write_text(json.dumps(res.summary(), indent=2, default=str))
-        with atomic_path(out / "events.csv") as tmp:
-            res.events.to_csv(tmp, index=False)
+        # both files or neither: an interrupted profile or a full disk leaves the previous ones
+        summary = json.dumps(res.summary(), indent=2, default=str)
+        try:
+            write_files(out, {"summary.json": lambda tmp: tmp.write_text(summary),
+                              "events.csv": lambda tmp: res.events.to_csv(tmp, index=False)})
+        except OutputWriteError as e:
+            e.locate(caller_loc())
+            raise
         self.profile_result = res
         if not functional:
             return None

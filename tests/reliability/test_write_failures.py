@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from .faults import cli, files_under, kernel_file, open_folder, small_disk
+from .faults import REPO, cli, files_under, kernel_file, open_folder, small_disk
 
 LAUNCH_FILES = {"summary.json", "summary.txt", "events.csv", "trace.json", "timeline.png"}
 
@@ -135,3 +137,20 @@ def test_run_writes_a_relative_out_where_it_started(folder) -> None:
     assert {p.name for p in (folder / "out" / "launch1_kernel").iterdir()} >= LAUNCH_FILES
     assert files_under(elsewhere) == []
     assert "wrote out/launch1_kernel/" in done.stdout
+
+
+def test_nki_profile_on_a_full_disk_writes_neither_file(folder) -> None:
+    kernel_file(folder)
+    (folder / "p.py").write_text(textwrap.dedent('''
+        import numpy as np
+        import neuroncore_sim.nki as nki
+        from k import kernel
+        nki.profile(working_directory="prof")(kernel.func)(np.ones((128, 512), np.float32))
+    '''))
+    done = subprocess.run([shutil.which("prlimit") or "prlimit", "--fsize=600", sys.executable,
+                           "p.py"], cwd=folder, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert done.returncode == 1
+    assert "OutputWriteError: p.py:5: cannot write " in done.stderr, done.stderr
+    assert "cannot write prof/" in done.stderr
+    assert files_under(folder / "prof") == []
