@@ -110,6 +110,12 @@ def write_files(folder: Path, writers: dict[str, Writer]) -> None:
     Raises:
         OutputWriteError: a file could not be written (its path is named).
     """
+    for name in writers:  # what is in the way is said before anything is written
+        final = folder / name.rstrip("/")
+        if final.exists() and final.is_dir() != name.endswith("/"):
+            kinds = ("a folder", "a file") if name.endswith("/") else ("a file", "a folder")
+            raise OutputWriteError(f"cannot write {final}: expected {kinds[0]} (or nothing), "
+                                   f"found {kinds[1]}")
     made: list[tuple[Path, Path]] = []  # (temporary, final)
     new_folder = not folder.exists()
     try:
@@ -132,8 +138,12 @@ def write_files(folder: Path, writers: dict[str, Writer]) -> None:
             path = made[-1][1] if made else folder
             raise OutputWriteError(f"cannot write {path}: {e.strerror or e}; none of the "
                                    f"files of this set was written to {folder}") from None
-        for tmp, final in made:
-            _move_into_place(tmp, final)
+        for n, (tmp, final) in enumerate(made):
+            try:
+                _move_into_place(tmp, final)
+            except OSError as e:  # (rare: the folder changed under us) the rest is not moved
+                made = made[n:]
+                raise OutputWriteError(f"cannot write {final}: {e.strerror or e}") from None
         made = []
     finally:
         for tmp, _ in made:

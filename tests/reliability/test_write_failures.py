@@ -154,3 +154,18 @@ def test_nki_profile_on_a_full_disk_writes_neither_file(folder) -> None:
     assert "OutputWriteError: p.py:5: cannot write " in done.stderr, done.stderr
     assert "cannot write prof/" in done.stderr
     assert files_under(folder / "prof") == []
+
+
+@pytest.mark.parametrize("in_the_way", ["summary.json", "parquet"])
+def test_a_folder_or_file_in_the_way_of_a_launch_file_is_said_at_once(folder, in_the_way) -> None:
+    k = kernel_file(folder)
+    launch = folder / "out" / "launch1_kernel"
+    launch.mkdir(parents=True)
+    if in_the_way == "parquet":
+        (launch / "parquet").write_text("not a folder")
+    else:
+        (launch / in_the_way).mkdir()
+    done = cli("profile", str(k), "--out", "out", cwd=folder)
+    assert done.returncode == 1
+    _one_error_line(done.stderr, launch / in_the_way)
+    assert sorted(p.name for p in launch.iterdir()) == [in_the_way]
