@@ -23,10 +23,11 @@ import sys
 import traceback
 from pathlib import Path
 from types import TracebackType
-from typing import Sequence
+from typing import Any, Sequence
 
 from . import report
 from .report import explorer
+from .report.progress import log_lines
 from .report.launch_files import (OutputPlaceError, check_launch_folder, check_out_dir,
                                   launch_folder, write_launch_files)
 from .sweep import cli as sweep_cli
@@ -191,9 +192,12 @@ def _print_traceback(error: BaseException, debug: bool) -> None:
               "where it was raised", file=sys.stderr)
 
 
-def _progress(args: argparse.Namespace) -> bool:
-    """Progress bars on unless --no-progress or stderr is not a terminal (logs, pipes)."""
-    return not args.no_progress and sys.stderr.isatty()
+def _progress(args: argparse.Namespace) -> Any:
+    """Progress bars on a terminal, a line now and then on a log or pipe (a launch running
+    long), nothing with --no-progress."""
+    if args.no_progress:
+        return False
+    return True if sys.stderr.isatty() else log_lines
 
 
 # --- run -----------------------------------------------------------------------------------------
