@@ -135,7 +135,7 @@ class NeuronCoreConfig:
     # --- limits of the simulator (not of the hardware) ------------------------------------------
     #: instructions one launch may record: past it the kernel stops with a KernelError naming
     #: the loop (a loop of 10**9 iterations would run for hours and fill memory, ~1.5 KiB each)
-    max_instructions_per_launch: int = 5_000_000
+    max_instructions_per_launch: int = 2_000_000
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -266,9 +266,9 @@ TRN1 = NeuronCoreConfig(
     onezero_fp32_speedup=2.0,  # source: [ISA-nc_matmul] onezero hint up to 2x for fp32 operands
     gpsimd_rsqrt_slowdown=4.0,  # source: [SHARED] rsqrt on GpSimd 4x lower throughput
     partition_reduce_cycles_per_element=2.0,  # assumption: GpSimd reads N, then combines N
-    # assumption: a limit of the simulator, not of the hardware: ~5 minutes and ~8 GiB of
-    # tracing and timing at the speeds of reports/scaling.md
-    max_instructions_per_launch=5_000_000,
+    # assumption: a limit of the simulator, not of the hardware: 40x the largest launch of
+    # reports/scaling.md, ~2 minutes and ~3 GiB of tracing and timing at its speeds
+    max_instructions_per_launch=2_000_000,
 )
 
 # Inferentia2 uses the same NeuronCore-v2 and the same HBM figures as Trainium1.

@@ -11,6 +11,7 @@ OutputWriteError` naming the file, raised at once: the points saved before it st
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import warnings
@@ -79,8 +80,9 @@ def _record(raw: bytes) -> dict[str, Any] | None:
             ok = isinstance(value, str)
         elif column == "match":
             ok = isinstance(value, bool)
-        else:
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        else:  # a measured number is finite (NaN or 1e999 would rank first or last)
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and (
+                column == "max_abs_err" or math.isfinite(value))
         if not ok:
             return None
     return record

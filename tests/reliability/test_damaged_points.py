@@ -28,6 +28,9 @@ DAMAGED = [
     b'{"key": "abc", "latency_ns": "fast"}\n',
     b'{"key": "abc", "match": 3}\n',
     b'{"key": "abc", "error": 5}\n',
+    b'{"key": "abc", "latency_ns": NaN}\n',
+    b'{"key": "abc", "latency_us": Infinity}\n',
+    b'{"key": "abc", "dma_bytes": 1e999}\n',
     b"[" * 100_000 + b"\n",
     b'{"key": "cut sho',
 ]

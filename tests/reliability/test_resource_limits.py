@@ -58,7 +58,7 @@ def test_the_command_line_says_it_in_one_line(tmp_path, capsys) -> None:
 
 def test_presets_are_in_range() -> None:
     for name in ("trn1", "inf2"):
-        assert load_config(name).max_instructions_per_launch == 5_000_000
+        assert load_config(name).max_instructions_per_launch == 2_000_000
 
 
 @nki.jit
@@ -74,6 +74,15 @@ def huge_nest(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     for i in nl.sequential_range(100_000):
         for j in nl.affine_range(100_000):  # INNER
+            nl.store(out, value=nl.load(x))
+    return out
+
+
+@nki.jit
+def huge_static(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(4):
+        for j in nl.static_range(10**8):  # STATIC
             nl.store(out, value=nl.load(x))
     return out
 
@@ -109,6 +118,15 @@ def test_a_nest_is_counted_as_a_whole() -> None:
     with pytest.raises(InstructionLimitError, match=r"loop of 100,000 iterations inside loops "
                                                     r"of 100,000 iterations.*10,000,000,000"):
         ncs.simulate(huge_nest, X, functional=False)
+
+
+def test_a_static_range_too_long_is_refused_at_its_line() -> None:
+    start = time.monotonic()
+    with pytest.raises(InstructionLimitError) as info:
+        ncs.simulate(huge_static, X, functional=False)
+    assert time.monotonic() - start < 2
+    assert str(info.value).startswith(f"{HERE}:{_line(huge_static, '# STATIC')}: loop of "
+                                      "100,000,000 iterations inside loops of 4 iterations")
 
 
 def test_the_instruction_cap_stops_a_launch_naming_the_loop() -> None:
