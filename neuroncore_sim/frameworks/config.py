@@ -22,14 +22,9 @@ the others (an argument both read and written is both).
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import inspect
 import json
-import sys
 import warnings
-import weakref
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,36 +33,13 @@ from ..dtypes import dtype_name, to_dtype
 from ..errors import KernelError, caller_loc, expected, public_entry
 from ..simulate import launch_grid, simulate_launch, trace
 from ..frontend.typing import TensorType
+from .kernel_ref import load_kernel, mark_kernel
 from .specs import _ReturnCapture, def_loc, output_specs
 
 #: Version of our backend_config layout.
 CONFIG_FORMAT = "neuroncore_sim.nki_custom_call/1"
 #: What the SDK's custom calls name as their target.
 CUSTOM_CALL_TARGET = "AwsNeuronCustomNativeKernel"
-
-
-#: The functions declared as NKI kernels in this process (by ``nki.jit`` / ``nki.trace`` /
-#: ``nki.baremetal`` or a ``FrameworkKernel``): the only ones a backend config may launch.
-_KERNELS: "weakref.WeakSet[Any]" = weakref.WeakSet()
-
-
-def mark_kernel(func: Any) -> None:
-    """Declare ``func`` an NKI kernel that :func:`run_backend_config` may launch."""
-    try:
-        _KERNELS.add(func)
-    except TypeError:  # not weak-referenceable (a builtin): never a kernel to launch
-        return
-
-
-def is_kernel(obj: Any) -> bool:
-    """Whether ``obj`` (a function or an ``nki.jit`` kernel) was declared an NKI kernel."""
-    for candidate in (obj, getattr(obj, "func", None)):
-        try:
-            if candidate is not None and candidate in _KERNELS:
-                return True
-        except TypeError:  # unhashable or not weak-referenceable
-            continue
-    return False
 
 
 class FrameworkKernel:
@@ -228,43 +200,6 @@ def _check_fields(cfg: dict[str, Any]) -> None:
                               loc=caller_loc())
 
 
-def _load_kernel(ref: Any) -> Any:
-    """The kernel function a config names: from its module, else from its file; refused unless
-    it is a declared NKI kernel (:func:`is_kernel`)."""
-    if not isinstance(ref, dict) or not all(isinstance(ref.get(k), (str, type(None)))
-                                            for k in ("module", "qualname", "file")):
-        raise KernelError(expected("backend_config kernel", "an object with the strings "
-                                   "module, qualname and file", repr(ref)[:80]),
-                          loc=caller_loc())
-    module = sys.modules.get(ref.get("module") or "")
-    if module is None and ref.get("module") not in (None, "__main__"):
-        try:
-            module = importlib.import_module(ref["module"])
-        except ImportError:
-            module = None
-    if module is None and ref.get("file") and Path(ref["file"]).is_file():
-        spec = importlib.util.spec_from_file_location(f"_nki_custom_call_{abs(hash(ref['file']))}",
-                                                      ref["file"])
-        if spec is not None and spec.loader is not None:
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-    obj: Any = module
-    for part in (ref.get("qualname") or "").split("."):
-        obj = getattr(obj, part, None) if obj is not None and part != "<locals>" else None
-    if obj is None:
-        raise KernelError(f"backend_config: kernel {ref.get('qualname')!r} of module "
-                          f"{ref.get('module')!r} ({ref.get('file')}) cannot be found; "
-                          "expected a module-level kernel", loc=caller_loc())
-    if not is_kernel(obj):  # refused before it is called: a config names code (docs/frameworks.md)
-        raise KernelError(expected(
-            f"backend_config: {ref.get('module')}.{ref.get('qualname')}",
-            "an NKI kernel (a function decorated with nki.jit / nki.trace / nki.baremetal, or "
-            "given to nki.FrameworkKernel in this process)",
-            f"{type(obj).__name__} {getattr(obj, '__qualname__', obj)!r:.80}, which is not "
-            "launched"), loc=caller_loc())
-    return getattr(obj, "func", obj)
-
-
 @public_entry
 def run_backend_config(backend_config: str, *operands: Any) -> tuple[np.ndarray, ...]:
     """Execute the custom call ``backend_config`` describes on ``operands`` (numpy arrays, in
@@ -285,7 +220,7 @@ def run_backend_config(backend_config: str, *operands: Any) -> tuple[np.ndarray,
                                    repr(cfg.get("format") if isinstance(cfg, dict) else cfg)),
                           loc=caller_loc())
     _check_fields(cfg)
-    fn = _load_kernel(cfg["kernel"])
+    fn = load_kernel(cfg["kernel"])
     if len(operands) != len(cfg["inputs"]):
         raise KernelError(expected(f"{cfg['func_name']}: custom call operands",
                                    f"{len(cfg['inputs'])} ({', '.join(cfg['inputs'])})",

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 from ..errors import public_entry
 from ..frontend import tracer as _tracer
-from ..frameworks.config import mark_kernel
+from ..frameworks.kernel_ref import mark_kernel
 from ..frameworks.jax_ops import call_kernel, has_jax_args
 from ..frontend.torch_io import TorchArgs
 from ..simulate import launch_grid, simulate_launch

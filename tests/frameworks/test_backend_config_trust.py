@@ -18,7 +18,8 @@ import neuroncore_sim.nki as nki
 import neuroncore_sim.nki.language as nl
 from neuroncore_sim.errors import KernelError
 from neuroncore_sim.frameworks import run_backend_config
-from neuroncore_sim.frameworks.config import CONFIG_FORMAT, is_kernel
+from neuroncore_sim.frameworks.config import CONFIG_FORMAT
+from neuroncore_sim.frameworks.kernel_ref import declares_kernel, is_kernel
 
 CALLED: list[str] = []
 
@@ -92,3 +93,43 @@ def test_a_config_missing_a_field_is_a_kernel_error(drop: str) -> None:
     del cfg[drop]
     with pytest.raises(KernelError, match="backend_config"):
         run_backend_config(json.dumps(cfg), np.ones((128, 8), np.float32))
+
+
+def test_a_module_or_file_that_declares_no_such_kernel_is_not_run(tmp_path: Path) -> None:
+    """Not imported, not executed: a config naming a module not yet imported (antigravity
+    opens a browser when imported) or a script file whose source declares no kernel of that
+    name runs none of their code."""
+    marker = tmp_path / "ran"
+    evil = tmp_path / "evil_module_of_ours.py"
+    evil.write_text(f"open({str(marker)!r}, 'w').close()\n\ndef kernel(a):\n    pass\n")
+    for module, file in (("antigravity", None), ("nonexistent_module_xyz", str(evil)),
+                         ("__main__", str(evil))):
+        with pytest.raises(KernelError, match="expected an NKI kernel.*found nothing"):
+            run_backend_config(_config(module, "kernel", file), np.ones((128, 8), np.float32))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        with pytest.raises(KernelError, match="expected an NKI kernel"):
+            run_backend_config(_config("evil_module_of_ours", "kernel"),
+                               np.ones((128, 8), np.float32))
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert not marker.exists()
+    assert "antigravity" not in sys.modules and "evil_module_of_ours" not in sys.modules
+
+
+def test_a_file_declaring_the_kernel_is_loaded_and_run(tmp_path: Path) -> None:
+    path = tmp_path / "kfile.py"
+    path.write_text(textwrap.dedent('''
+        import neuroncore_sim.nki as nki
+        import neuroncore_sim.nki.language as nl
+
+        @nki.jit
+        def triple(a):
+            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            nl.store(out, value=nl.multiply(nl.load(a), 3.0))
+            return out
+    '''))
+    assert declares_kernel(str(path), "triple") and not declares_kernel(str(path), "nl")
+    a = np.ones((128, 8), np.float32)
+    (out,) = run_backend_config(_config("__main__", "triple", str(path)), a)
+    np.testing.assert_array_equal(out, a * 3)
