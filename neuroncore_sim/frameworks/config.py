@@ -84,6 +84,7 @@ class FrameworkKernel:
         raise NotImplementedError(f"{type(self).__name__}.map_framework_tensor")
 
     # --- the config ---------------------------------------------------------------------------
+    @public_entry
     def dump_config(self, *args: Any, **kwargs: Any) -> tuple[str, list[str], list[str]]:
         """The ``backend_config`` (a JSON string), the input names and the output names of the
         custom call for these arguments; specialised to their shapes and dtypes."""

@@ -207,7 +207,7 @@ def _check_out(out: Path) -> None:
         if path.exists() and not path.is_file():
             raise UsageError(f"--out {out}: expected {name} to be a file the sweep writes "
                              f"(or none yet), found a directory {path}")
-        check_appendable(path)
+    check_appendable(out / POINTS_FILE)  # appended to (the table and plot are replaced)
 
 
 # --- running the points --------------------------------------------------------------------------
