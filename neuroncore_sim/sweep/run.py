@@ -163,7 +163,8 @@ def sweep(target: str, params: dict[str, Any] | Iterable[dict[str, Any]], *,
     grid = expand(params)
     kt.check(grid, cfg)  # a bad name or config value fails here, before any point runs
     keys = [point_key(kt.identity, cfg, p) for p in grid]
-    out = Path(out) if out is not None else None
+    # absolute now: a kernel that changes directory (workers=1) does not move the files
+    out = Path(os.path.abspath(out)) if out is not None else None
     if out is not None:
         _check_out(out)  # a place that cannot hold the files fails before any point runs
     results = read_points(out / POINTS_FILE, set(keys)) if out else {}

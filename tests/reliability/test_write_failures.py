@@ -169,3 +169,18 @@ def test_a_folder_or_file_in_the_way_of_a_launch_file_is_said_at_once(folder, in
     assert done.returncode == 1
     _one_error_line(done.stderr, launch / in_the_way)
     assert sorted(p.name for p in launch.iterdir()) == [in_the_way]
+
+
+def test_a_sweep_in_process_writes_a_relative_out_where_it_started(folder, monkeypatch) -> None:
+    from neuroncore_sim.sweep.run import sweep
+
+    elsewhere = folder / "elsewhere"
+    elsewhere.mkdir()
+    (folder / "cd.py").write_text(kernel_file(folder).read_text().replace(
+        "    out = nl.ndarray(", f"    __import__('os').chdir({str(elsewhere)!r})\n"
+                                "    out = nl.ndarray(", 1))
+    monkeypatch.chdir(folder)
+    sweep("cd.py", {"cols": [16, 32]}, workers=1, out="out", progress=False)
+    assert {p.name for p in (folder / "out").iterdir()} == {"points.jsonl", "sweep.csv",
+                                                           "sweep.png"}
+    assert files_under(elsewhere) == []
