@@ -9,6 +9,7 @@ the hardware figure it excludes host-device transfer time.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
@@ -107,7 +108,8 @@ class ProfileKernel(Kernel):
 
     @public_entry
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        out = Path(self.options.get("working_directory") or ".")
+        # absolute now: a kernel that changes directory does not move the files
+        out = Path(os.path.abspath(self.options.get("working_directory") or "."))
         try:
             # before the simulation: a bad place fails at once
             check_out_dir(out, "nki.profile working_directory")
