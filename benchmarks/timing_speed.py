@@ -12,7 +12,7 @@ transposed in HBM (A_T [K, M]) so stationary tiles load contiguously:
             for mi in 4: o = copy psum[mi] (VectorE / ScalarE alternately); store C[...] = o
 
 = 32768 nc_matmul, 8704 loads, 512 PSUM->SBUF copies, 512 stores (42,496 instructions).
-It measures build_schedule and simulate_timing (which schedules again) and writes
+It measures compile_program and simulate_timing (which schedules again) and writes
 reports/timing_speed.txt.
 
 Run:  python benchmarks/timing_speed.py
@@ -28,7 +28,7 @@ from neuroncore_sim.config import TRN1
 from neuroncore_sim.timing.cost import roofline_ns
 from neuroncore_sim.program.ir import Access, Engine, Instruction, MemSpace, Opcode, Program, SourceLoc
 from neuroncore_sim.program.ir import TensorDecl
-from neuroncore_sim.timing.schedule import build_schedule
+from neuroncore_sim.compiler.passes import compile_program
 from neuroncore_sim.timing.engines import simulate_timing
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,7 +95,7 @@ def main() -> None:
     t0 = time.perf_counter()
     prog = build()
     t1 = time.perf_counter()
-    build_schedule(prog, TRN1)
+    compile_program(prog, TRN1)
     t2 = time.perf_counter()
     res = simulate_timing(prog, TRN1)
     t3 = time.perf_counter()
@@ -105,7 +105,7 @@ def main() -> None:
         f"program: {n} instructions ({sum(1 for i in prog.instructions if i.opcode is Opcode.NC_MATMUL)} nc_matmul), "
         f"{len(res.events)} events",
         f"build program (not timed): {t1 - t0:.2f} s",
-        f"build_schedule alone:      {t2 - t1:.2f} s  ({1e6 * (t2 - t1) / n:.1f} us/instruction)",
+        f"compile_program alone:      {t2 - t1:.2f} s  ({1e6 * (t2 - t1) / n:.1f} us/instruction)",
         f"simulate_timing (schedule + simulate): {t3 - t2:.2f} s  "
         f"({n / (t3 - t2):,.0f} instructions/s)",
         f"simulated latency: {res.latency_ns / 1e6:.3f} ms; roofline {roofline_ns(prog, TRN1) / 1e6:.3f} ms",

@@ -33,10 +33,9 @@ from .report.launch_files import (OutputPlaceError, check_launch_folder, check_o
 from .sweep import cli as sweep_cli
 from .alias import install_neuronxcc_alias
 from .frameworks.device_alias import install_device_aliases
-from .config import NeuronCoreConfig, load_config
+from .config import NeuronCoreConfig, load_config, with_compile_options
 from .errors import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ConfigError,
-                     SimulatorError, hide_package_frames,
-                     show_full_tracebacks)
+                     SimulatorError, hide_package_frames, show_full_tracebacks)
 from .sweep.kernel_file import (UsageError, example_inputs, find_kernel, load_kernel_file,
                                 max_abs_error, split_target)
 from .result import SimResult
@@ -56,6 +55,12 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, str | None]]:
     shared = [base.add_argument("--config", metavar="NAME|FILE.toml", default=None,
                       help="hardware to time on: a preset (trn1 = Trainium1, the default; "
                            "inf2 = Inferentia2) or a TOML file overriding config fields"),
+              base.add_argument("--compiler-option", metavar="NAME=VALUE", action="append",
+                                default=[], dest="compiler_options",
+                                help="a compile option, like neuronx-cc's flags: dge=false "
+                                     "(neuronx-cc disable-dge), auto_cast=none, or a pass switch "
+                                     "(fold_psum_zeros, hoist_invariants, ...); repeatable; "
+                                     "see docs/model.md, 'Compile stage'"),
               base.add_argument("--debug", action="store_true",
                                 help="show the full Python traceback when a kernel or the "
                                      "script fails")]
@@ -144,6 +149,9 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         # (an empty --config is an error too, not a silent trn1)
         cfg = load_config(args.config) if args.config is not None else None
+        if args.compiler_options:
+            cfg = with_compile_options(cfg, args.compiler_options)
+        args.resolved_config = cfg  # (a sweep takes the options too)
         if args.command in ("run", "profile") and args.out is not None:
             check_out_dir(args.out)  # before any work: a bad place fails at once
             # against the folder the command started in, even if a script changes directory

@@ -5,10 +5,14 @@ their units (``_hz``, ``_bytes``, ``_ns``, ``_cycles``, ``_bytes_per_ns``). Each
 ``# source:`` comment naming the AWS document it comes from (keys into ``shared/arch.md``'s source
 legend), or says ``# assumption:`` and is listed in ``docs/model.md``.
 
-TOML files override fields by the same names::
+TOML files override fields by the same names, and the compile options (:class:`CompileOptions`,
+neuronx-cc's flags and the compile stage's switches) in a ``[compiler]`` table::
 
     base = "trn1"                 # optional: the preset to start from
     dma_engine_bytes_per_ns = 20.0
+
+    [compiler]
+    dge = true                    # neuronx-cc's run-time descriptor generation (--disable-dge: false)
 """
 
 from __future__ import annotations
@@ -28,7 +32,66 @@ KIB = 1024
 
 #: Version of the timing model: changed by every commit that moves estimates (a recalibration, a
 #: new mechanism), so stored cycle baselines can tell a model change from a kernel regression.
-MODEL_VERSION = "2026.11.28.3"
+MODEL_VERSION = "2026.11.28.6"
+
+#: neuronx-cc releases whose behaviour the compile options can stand for -> the options that differ
+#: from CompileOptions' defaults. Setting ``toolchain`` sets these unless they are given too.
+#: 2.20: SDK 2.20 / neuronx-cc 2.15 (2024), DGE on for kernel inputs and outputs by default
+#: (AWS's tutorial logs: "DGE ON Levels: {'scalar_dynamic_offset', 'io'}"; calibration.md s. 3).
+#: 2.26: SDK 2.26, the newest toolchain that compiles ``neuronxcc.nki`` kernels for Trn1 (the
+#: defaults). 2.27: --auto-cast defaults to none (neuronx-cc release notes, SDK 2.27).
+TOOLCHAINS: dict[str, dict[str, object]] = {
+    "2.20": {"dge": True},
+    "2.26": {},
+    "2.27": {"auto_cast": "none"},
+}
+
+#: neuronx-cc's ``--auto-cast`` values (which operations' fp32 inputs it casts to bf16).
+AUTO_CAST_MODES = ("none", "matmult", "all")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CompileOptions:
+    """What neuronx-cc is asked to do, and which of its behaviours the compile stage models.
+
+    The first fields are neuronx-cc's own options (``--disable-dge``, ``--auto-cast``); the
+    rest switch one pass of :mod:`neuroncore_sim.compiler` each (all on by default: off shows
+    a kernel as written, the pass's test shows what it changes). ``toolchain`` names the
+    neuronx-cc release whose behaviour the options stand for: setting it (``toolchain=2.20``)
+    sets that release's defaults (:data:`TOOLCHAINS`) for the options not given with it.
+    docs/model.md ("Compile stage") lists each pass with its source.
+    """
+
+    toolchain: str = "2.26"
+    #: Descriptors of the DMAs of kernel inputs and outputs generated at run time (DGE; on
+    #: NeuronCore-v2 software DGE on GpSimd) instead of precomputed on the host.
+    dge: bool = False
+    #: ``--auto-cast``: "none", "matmult" (fp32 matmul inputs run as bf16) or "all".
+    auto_cast: str = "matmult"
+    fold_psum_zeros: bool = True
+    hoist_invariants: bool = True
+    balance_engines: bool = True
+    reorder: bool = True
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            want = str if f.type == "str" else bool
+            if type(value) is not want:
+                raise ConfigError(f"compile option {f.name!r} must be "
+                                  f"{'a string' if want is str else 'true or false'}, found "
+                                  f"{value!r}")
+        if self.toolchain not in TOOLCHAINS:
+            raise ConfigError(f"compile option 'toolchain' must be one of "
+                              f"{', '.join(TOOLCHAINS)}, found {self.toolchain!r}")
+        if self.auto_cast not in AUTO_CAST_MODES:
+            raise ConfigError(f"compile option 'auto_cast' must be one of "
+                              f"{', '.join(AUTO_CAST_MODES)}, found {self.auto_cast!r}")
+
+    @staticmethod
+    def names() -> tuple[str, ...]:
+        """The option names, in declaration order."""
+        return tuple(f.name for f in dataclasses.fields(CompileOptions))
 
 
 #: Physical ranges of the fields whose size the simulator allocates or iterates over (a count
@@ -118,9 +181,12 @@ class NeuronCoreConfig:
     dma_transpose_slowdown: float
     dma_rmw_passes: float
     hbm_bytes_per_ns: float
+    dge_element_bytes: int
+    dge_ns_per_element: float
 
     # --- compiler behaviour (assumptions, see docs/model.md) ---------------------------------
     loop_tile_buffers: int
+    reorder_window_instructions: int
 
     # --- cost-formula constants and timing-model assumptions (cost.py, dma.py, timing.py) ------
     two_input_cycles_per_element: int
@@ -132,6 +198,9 @@ class NeuronCoreConfig:
     gpsimd_rsqrt_slowdown: float
     partition_reduce_cycles_per_element: float
 
+    # --- what the compiler is asked to do (neuronx-cc's options, the compile stage's passes) --
+    compiler: CompileOptions = CompileOptions()
+
     # --- limits of the simulator (not of the hardware) ------------------------------------------
     #: instructions one launch may record: past it the kernel stops with a KernelError naming
     #: the loop (a loop of 10**9 iterations would run for hours and fill memory, ~1.5 KiB each)
@@ -140,8 +209,11 @@ class NeuronCoreConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError(f"config field 'name' must be a non-empty string, found {self.name!r}")
+        if not isinstance(self.compiler, CompileOptions):
+            raise ConfigError("config field 'compiler' must be a CompileOptions (a [compiler] "
+                              f"table in TOML), found {self.compiler!r}")
         for f in dataclasses.fields(self):
-            if f.name == "name":
+            if f.name in ("name", "compiler"):
                 continue
             value = getattr(self, f.name)
             if f.type == "int":  # counts, sizes and cycle numbers are whole numbers
@@ -195,6 +267,7 @@ class NeuronCoreConfig:
         fingerprint give the same estimates under one MODEL_VERSION."""
         fields = {f: getattr(self, f) for f in self.__dataclass_fields__
                   if f not in ("name", "max_instructions_per_launch")}  # not hardware
+        fields["compiler"] = dataclasses.asdict(self.compiler)
         text = json.dumps(fields, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
@@ -248,16 +321,26 @@ TRN1 = NeuronCoreConfig(
     # profile); [DMABW] lists 17 B/ns effective, [ARCH] 27 GiB/s peak. See docs/model.md.
     dma_engine_bytes_per_ns=18.1,
     dma_fixed_latency_ns=1300.0,  # source: [DMABW] ~1300 ns descriptor/semaphore-to-start
-    # assumption (fitted, reports/dma_read_fit.md): the rate of a DMA engine reading HBM; the
-    # three DMA-bound steps of the trn1 matmul ladder ([MMTUT]) all move ~6 B/ns per engine
-    dma_hbm_read_bytes_per_ns=6.96,
+    # source: [DMABW] "TRN1: 17 B/ns per engine" effective, 16 engines = 272 GB/s; Autocomp's
+    # tiled matmul (SDK 2.26) and NKIBench's fp32 matmul (--disable-dge) read at ~256 GB/s. The
+    # trn1 ladder's ~111 GB/s (SDK 2.20, DGE on) is the descriptor generator's rate, not this
+    dma_hbm_read_bytes_per_ns=17.0,
     # source: [PERF fig29] a 4-byte transfer lasts 7 ns on its engine (trn1 profile); the former
     # 138.5 was fitted to the [DMAOV] bytes/partition curve (later doc, generation not stated)
     dma_buffer_overhead_ns=7.0,
     dma_transpose_slowdown=8.0,  # assumption: [PERF] "much lower DMA bandwidth", no number
     dma_rmw_passes=2.0,  # assumption: a read-modify-write DMA reads its destination, then writes
     hbm_bytes_per_ns=410.0,  # source: [ARCH] 820 GB/s per chip, shared by 2 NeuronCores
+    # assumption: software DGE (GpSimd, [DGE]) writes one descriptor element per 256 bytes of a
+    # DMA buffer (rows of 256 B and 1 KiB cost their bytes on the SDK 2.20 ladder, [MMTUT])
+    dge_element_bytes=256,
+    # assumption (fitted on the SDK 2.20 matmul ladder, [MMTUT], reports/validation.md): the
+    # generator's time per element; 256 B / 2.3 ns = ~111 GB/s, the ladder's load rate
+    dge_ns_per_element=2.3,
     loop_tile_buffers=4,  # assumption: buffers the allocator rotates per allocation site
+    # assumption: how many of an engine's unscheduled instructions the compiler's scheduler
+    # looks ahead when it interleaves affine_range iterations (compiler/reorder.py)
+    reorder_window_instructions=32,
     two_input_cycles_per_element=2,  # source: [ARCH] cost model, two input tiles ~2N cycles
     bf16_fast_path_divisor=2,  # source: [ISA-tensor_reduce], [ISA-memset] bf16 fast paths N/2
     reciprocal_cycles_per_element=8,  # source: [ISA-reciprocal] max(MIN_II, 8*N)
@@ -320,18 +403,58 @@ def load_config(spec: str | Path | NeuronCoreConfig | None = None) -> NeuronCore
 def override(base: NeuronCoreConfig, fields: dict[str, object], where: str) -> NeuronCoreConfig:
     """``base`` with some fields replaced (checked like any config).
 
+    Compile options are given as ``{"compiler": {"dge": True}}`` (a TOML ``[compiler]`` table)
+    or as dotted names, ``{"compiler.dge": True}``; the options not named keep ``base``'s.
+
     Raises:
         ConfigError: a name that is not a field, or a value the field does not accept (the
             message starts with ``where``).
     """
+    fields = dict(fields)
+    options = {k.split(".", 1)[1]: fields.pop(k) for k in list(fields)
+               if k.startswith("compiler.")}
+    table = fields.pop("compiler", None)
+    if table is not None:
+        if not isinstance(table, dict):
+            raise ConfigError(f"{where}: 'compiler' must be a table of compile options "
+                              f"({', '.join(CompileOptions.names())}), found {table!r}")
+        options = {**table, **options}
+    if isinstance(options.get("toolchain"), str):  # the release's own defaults, then the rest
+        options = {**TOOLCHAINS.get(options["toolchain"], {}), **options}
     unknown = sorted(set(fields) - set(field_names()))
     if unknown:
         raise ConfigError(f"{where}: unknown field(s) {unknown}; expected "
                           f"{fields_hint(unknown[0])}")
+    bad = sorted(set(options) - set(CompileOptions.names()))
+    if bad:
+        raise ConfigError(f"{where}: unknown compile option(s) {bad}; expected one of "
+                          f"{', '.join(CompileOptions.names())}")
     try:
+        if options:
+            fields["compiler"] = dataclasses.replace(base.compiler, **options)
         return dataclasses.replace(base, **fields)
     except ConfigError as e:
         raise ConfigError(f"{where}: {e}") from None
+
+
+def with_compile_options(base: NeuronCoreConfig | None, settings: list[str]
+                         ) -> NeuronCoreConfig:
+    """``base`` (trn1 if None) with compile options set from ``NAME=VALUE`` strings (the
+    command line's ``--compiler-option``): ``true``/``false`` for switches, text otherwise.
+
+    Raises:
+        ConfigError: a setting without ``=``, an unknown option or a value it does not take.
+    """
+    options: dict[str, object] = {}
+    for text in settings:
+        name, eq, value = text.partition("=")
+        if not eq or not name.strip():
+            raise ConfigError(f"--compiler-option: expected NAME=VALUE (one of "
+                              f"{', '.join(CompileOptions.names())}), found {text!r}")
+        word = value.strip()
+        options[name.strip()] = {"true": True, "false": False}.get(word.lower(), word)
+    cfg = base if base is not None else load_config(None)
+    return override(cfg, {"compiler": options}, "--compiler-option")
 
 
 def field_names() -> tuple[str, ...]:

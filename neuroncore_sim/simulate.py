@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
 
-from .timing.placement import check_capacity
+from .compiler.placement import check_capacity
 from .config import NeuronCoreConfig, load_config
 from .environment import check_fits, launch_environment, values_do_not_fit
 from .launch_outputs import collect_outputs
@@ -285,7 +285,7 @@ def _run_launch(fn: Callable[..., Any], args: tuple, kwargs: dict, grid: tuple[i
                 ) -> tuple[tuple[Any, ...], list[SimulatorWarning]]:
     """Trace (and with ``executor``, compute) one launch: its outputs and warnings."""
     tr = _tracer.Tracer(program, cfg, executor, on_record)
-    tr.keeps_order = bool(getattr(fn, "_ncs_keeps_order", False))
+    tr.keeps_order = tr.program.keeps_order = bool(getattr(fn, "_ncs_keeps_order", False))
     with tr.active():
         new_args, new_kwargs, user_arrays = _bind_inputs(tr, fn, args, kwargs,
                                                          executor is not None)

@@ -28,7 +28,7 @@ import pandas as pd  # noqa: E402
 
 import neuroncore_sim as ncs  # noqa: E402
 from neuroncore_sim.timing import analysis  # noqa: E402
-from neuroncore_sim.timing.capacity import plan_buffers  # noqa: E402
+from neuroncore_sim.compiler.capacity import plan_buffers  # noqa: E402
 from neuroncore_sim.config import load_config  # noqa: E402
 from neuroncore_sim.program.ir import MemSpace  # noqa: E402
 from neuroncore_sim.sweep.kernel_file import example_inputs  # noqa: E402
@@ -308,7 +308,7 @@ The (8, 2, BLOCK_K) points move 1088 MiB (10.3 to 11.1 ms; a smaller BLOCK_K is 
 more buffers of each operand block fit, so the next K block loads sooner), (4, 2, 8) and
 (8, 1, 8) 1600 MiB. The blocks that would move less, (16, 4, 8) with 576 MiB and (32, 2, 8) and
 (8, 8, 8) with 704 MiB, do not fit SBUF with a buffer per allocation line: the compiler spills
-(256 to 584 MiB of spill traffic, timing/spill.py) and they end at 12.4 to 15.8 ms. So in this
+(256 to 584 MiB of spill traffic, compiler/spill.py) and they end at 12.4 to 15.8 ms. So in this
 model blocking K with an SBUF accumulator pays only when it keeps the traffic down to step
 4's; AWS's own fully optimized kernel does that with a bf16 result strip per N block
 (kernels/matmul_strip.py: 640 MiB of reads; reports/validation.md compares it with AWS's

@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 from neuroncore_sim import dtypes
+from neuroncore_sim.config import TRN1, override
 from neuroncore_sim.program.ir import Access, Engine, Instruction, MemSpace, Opcode, Program, SourceLoc
 from neuroncore_sim.program.ir import TensorDecl
+
+#: trn1 with the compile stage's scheduling passes off (engine balancing, reordering, auto-cast):
+#: for tests of the timing model, the lowering and the memory plan on the instructions as the
+#: kernel recorded them (tests/compiler/test_passes.py shows what each pass changes).
+AS_WRITTEN = override(TRN1, {"compiler": {"balance_engines": False, "reorder": False,
+                                          "auto_cast": "none"}}, "tests")
 
 
 class Builder:

@@ -5,15 +5,18 @@ layer of its folder (top-level modules are named in LAYER_OF_MODULE)::
 
     0 foundation     errors.py, config.py, dtypes.py
     1 program        program/  (the recorded Program: ir, opcodes, ops, layout)
-    2 stages         frontend/, values/, timing/  (three columns that never import each other)
-    3 assembly       result.py, simulate.py, environment.py
-    4 presentation   report/
-    5 entry points   nki/, sweep/, cli.py, pytest_plugin.py, alias.py, __init__.py, __main__.py
+    2 stages         frontend/, values/  (two columns that never import each other)
+    3 compiler       compiler/  (what neuronx-cc makes of the Program: the compiled streams)
+    4 timing         timing/  (the hardware running the compiled streams)
+    5 assembly       result.py, simulate.py, environment.py
+    6 presentation   report/
+    7 entry points   nki/, sweep/, cli.py, pytest_plugin.py, alias.py, __init__.py, __main__.py
 
 A module may import any module of a lower layer and any module of its own folder. Top-level
 modules of one layer may import each other (foundation, assembly, entry points); so may the
-folders of the entry layer. Nothing else: no upward import, and no import between the three
-stage columns. On top of that, the import graph has no cycles, except the one named edge of
+folders of the entry layer. Nothing else: no upward import, and no import between the two
+stage columns (the front end records, values computes; the compiler and the timing model read
+the Program, never the front end's objects or numpy values). On top of that, the import graph has no cycles, except the one named edge of
 ALLOWED_CYCLE_EDGE (its reason is written there) and, while they are being broken, the cycles
 listed in CYCLES_TO_BREAK: a new cycle fails, and so does a listed one that no longer exists
 (take it off the list).
@@ -42,19 +45,21 @@ MAX_LINES = 500
 
 # --- the layers ------------------------------------------------------------------------------
 
-LAYER_NAMES = ("foundation", "program", "stages", "assembly", "presentation", "entry points")
+LAYER_NAMES = ("foundation", "program", "stages", "compiler", "timing", "assembly", "presentation",
+               "entry points")
 
 #: Top-level folder of the package -> its layer (every module inside it, at any depth).
 LAYER_OF_FOLDER: dict[str, int] = {
     "program": 1,
     "frontend": 2,
     "values": 2,
-    "timing": 2,
-    "report": 4,
-    "sweep": 5,  # a user-facing API like the command line: it loads kernel files (alias) too
-    "nki": 5,
+    "compiler": 3,
+    "timing": 4,
+    "report": 6,
+    "sweep": 7,  # a user-facing API like the command line: it loads kernel files (alias) too
+    "nki": 7,
     # NKI kernels in framework programs (JAX, PyTorch): an entry point, it runs launches.
-    "frameworks": 5,
+    "frameworks": 7,
 }
 
 #: Top-level module ("__init__" is the package itself) -> its layer.
@@ -62,19 +67,26 @@ LAYER_OF_MODULE: dict[str, int] = {
     "errors": 0,
     "config": 0,
     "dtypes": 0,
-    "result": 3,
-    "simulate": 3,
-    "environment": 3,
-    "launch_outputs": 3,
-    "cli": 5,
-    "pytest_plugin": 5,
-    "alias": 5,
-    "__init__": 5,
-    "__main__": 5,
+    "result": 5,
+    "simulate": 5,
+    "environment": 5,
+    "launch_outputs": 5,
+    "cli": 7,
+    "pytest_plugin": 7,
+    "alias": 7,
+    "__init__": 7,
+    "__main__": 7,
+}
+
+#: Stage folders that may not import some lower stage folders: the compiler and the timing model
+#: read the recorded Program only, never the front end's objects or the values stage's numpy.
+STAGE_WALLS: dict[str, frozenset[str]] = {
+    "compiler": frozenset({"frontend", "values"}),
+    "timing": frozenset({"frontend", "values"}),
 }
 
 #: Layers whose separate units (top-level modules, folders) may import each other.
-OPEN_LAYERS = frozenset({0, 3, 5})
+OPEN_LAYERS = frozenset({0, 5, 7})
 
 #: The one import edge allowed to close a cycle, and why.
 ALLOWED_CYCLE_EDGE = ("frontend.tensor", "frontend.language")
@@ -224,6 +236,8 @@ def may_import(mod: str, target: str) -> bool:
     """Whether module ``mod`` may import ``target`` (both laid out, dotted, in the package)."""
     own, their = layer_of(mod), layer_of(target)
     assert own is not None and their is not None
+    if unit_of(target) in STAGE_WALLS.get(unit_of(mod), ()):
+        return False
     if their < own or unit_of(mod) == unit_of(target):
         return True
     return their == own and own in OPEN_LAYERS
@@ -448,7 +462,8 @@ def test_front_end_facades_are_imported_from_above_only() -> None:
 #: Modules of the synthetic trees besides the top-level ones (one or more per folder).
 _SAMPLE_MODULES = ("program.ir", "program.ops", "frontend.tracer", "values.memory",
                    "values.semantics", "values.execute", "timing.engines", "timing.dma",
-                   "timing.cost", "report.tables", "report.plot", "report.progress", "sweep.run")
+                   "timing.cost", "compiler.schedule", "report.tables", "report.plot",
+                   "report.progress", "sweep.run")
 
 
 def _make_tree(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -498,9 +513,14 @@ def test_synthetic_clean_tree_passes(tmp_path: Path) -> None:
     ("result.py", "from .report import tables\n", "may not import neuroncore_sim.report.tables"),
     ("report/tables.py", "from ..sweep import run\n", "may not import neuroncore_sim.sweep.run"),
     ("simulate.py", "from .report import tables\n", "may not import neuroncore_sim.report.tables"),
-    # the three stage columns never import each other
+    # the stage columns never import each other, nor the stages after them
     ("values/execute.py", "from ..timing.engines import run\n",
      "neuroncore_sim.values.execute (stages, layer 2) may not import neuroncore_sim.timing"),
+    ("frontend/tracer.py", "from ..compiler.schedule import S\n",
+     "may not import neuroncore_sim.compiler"),
+    ("compiler/schedule.py", "from ..timing.engines import run\n",
+     "neuroncore_sim.compiler.schedule (compiler, layer 3) may not import neuroncore_sim.timing"),
+    ("compiler/schedule.py", "import simpy\n", "simpy may only be imported by"),
     ("timing/engines.py", "from neuroncore_sim.values import memory\n",
      "may not import neuroncore_sim.values.memory"),
     ("frontend/tracer.py", "from ..values.semantics import S\n",
@@ -510,9 +530,9 @@ def test_synthetic_clean_tree_passes(tmp_path: Path) -> None:
     ("frontend/tracer.py", "from ..nki import language\n", "may not import neuroncore_sim.nki"),
     # importing the package root means importing its __init__ (an entry point)
     ("values/memory.py", "import neuroncore_sim\n",
-     "may not import neuroncore_sim (entry points, layer 5)"),
+     "may not import neuroncore_sim (entry points, layer 7)"),
     ("values/memory.py", "from .. import undefined_name\n",
-     "may not import neuroncore_sim (entry points, layer 5)"),
+     "may not import neuroncore_sim (entry points, layer 7)"),
     # the import hidden inside a function still counts
     ("values/semantics.py", "def f():\n    from .. import cli\n",
      "may not import neuroncore_sim.cli"),
@@ -551,6 +571,8 @@ def test_same_folder_and_open_layers_are_allowed() -> None:
     assert may_import("neuroncore_sim.report.tables", "neuroncore_sim.timing.analysis")
     assert not may_import("neuroncore_sim.values.memory", "neuroncore_sim.frontend.tensor")
     assert not may_import("neuroncore_sim.report.plot", "neuroncore_sim.cli")
+    assert may_import("neuroncore_sim.timing.engines", "neuroncore_sim.compiler.schedule")
+    assert not may_import("neuroncore_sim.compiler.schedule", "neuroncore_sim.timing.cost")
 
 
 def test_cycles_are_found(tmp_path: Path) -> None:

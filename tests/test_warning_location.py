@@ -21,6 +21,7 @@ from neuroncore_sim.errors import (InputWriteWarning, SimulatorWarning, SpillWar
                                    UninitializedReadWarning, UnwrittenOutputWarning,
                                    warn_at_kernel_lines)
 from neuroncore_sim.sweep.run import sweep
+from programs import AS_WRITTEN  # (the kernel as written spills; interleaved it need not)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -109,7 +110,8 @@ def test_an_unwritten_output_is_located_at_the_def_line(kernels) -> None:
 
 def test_a_spill_is_located_at_the_spilled_allocation_site(kernels) -> None:
     big = np.zeros((128, 5 * 12288), np.float32)  # five 48 KiB tiles live at once
-    [w] = _caught(lambda: ncs.simulate(kernels.holds_too_much, big, functional=False))
+    [w] = _caught(lambda: ncs.simulate(kernels.holds_too_much, big, functional=False,
+                                       config=AS_WRITTEN))
     assert w.category is SpillWarning
     assert (w.filename, w.lineno) == (kernels.__file__, _line(kernels, "# LOADS"))
 

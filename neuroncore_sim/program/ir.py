@@ -406,6 +406,9 @@ class Program:
         instructions: every instruction, indexed by ``Instruction.id``.
         loops: the source line of every ``nl.affine_range`` loop the kernel ran, indexed by
             loop id (each time a loop statement starts is a new loop).
+        keeps_order: the kernel asked the compiler to keep its instruction order
+            (``ncc.no_reorder`` / ``skip_middle_end_transformations``): the compile stage does
+            not reorder it.
     """
 
     name: str
@@ -413,6 +416,7 @@ class Program:
     tensors: list[TensorDecl] = field(default_factory=list)
     instructions: list[Instruction] = field(default_factory=list)
     loops: list[SourceLoc | None] = field(default_factory=list)
+    keeps_order: bool = False
 
     def format(self) -> str:
         """A readable listing, one instruction per line (used for golden tests)."""

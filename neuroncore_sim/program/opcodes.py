@@ -52,6 +52,11 @@ class Opcode(str, enum.Enum):
 #: The opcodes that are DMA transfers (run by the DMA queues and engines, not a compute engine).
 DMA_OPCODES = frozenset({Opcode.DMA_COPY, Opcode.DMA_TRANSPOSE})
 
+#: Attr of an instruction whose engine the kernel did not name (an ``nl`` call, or a ``nisa`` call
+#: without ``engine=``): the front end records its default engine, and the compile stage may move
+#: it (``compiler/engine_choice.py``), as neuronx-cc picks engines "based on engine workload".
+ENGINE_PICKED = "engine_picked"
+
 #: Roles and attrs of each opcode (the contract between front end, executor and timing model).
 #: Every output is computed in float32 (integer ops in int64 where noted) and cast to the dtype
 #: of the destination tensor. ``mask`` (Instruction.mask) limits which output elements are

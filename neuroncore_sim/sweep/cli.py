@@ -133,9 +133,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", DamagedPointsWarning)
-            table = sweep(args.target, params, config=args.config or "trn1", check=check,
-                          workers=args.workers, out=args.out, executor=args.executor,
-                          scheduler=args.scheduler, progress=False if args.no_progress else None,
+            table = sweep(args.target, params,
+                          config=getattr(args, "resolved_config", None) or args.config or "trn1",
+                          check=check, workers=args.workers, out=args.out,
+                          executor=args.executor, scheduler=args.scheduler,
+                          progress=False if args.no_progress else None,
                           connect_timeout=args.connect_timeout)
         _show(caught)
     except KeyboardInterrupt:

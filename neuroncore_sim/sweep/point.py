@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..config import NeuronCoreConfig, field_names, fields_hint, override
+from ..config import CompileOptions, NeuronCoreConfig, field_names, fields_hint, override
 from ..errors import ConfigError, SimulatorError, UnwrittenOutputWarning, expected
 from .kernel_file import (UsageError, example_inputs, find_kernel, load_kernel_file, max_abs_error,
                           split_target)
@@ -90,7 +90,9 @@ class KernelTarget:
                 continue
             seen.add(name)
             field = name[len(CONFIG_PREFIX):] if name.startswith(CONFIG_PREFIX) else None
-            if field is not None and field not in field_names():
+            if field is not None and field not in field_names() and not (
+                    field.startswith("compiler.")
+                    and field.split(".", 1)[1] in CompileOptions.names()):
                 raise SweepParameterError(expected(
                     f"sweep parameter {name!r}", f"config.<field> naming {fields_hint(field)}",
                     repr(field)), self.loc)

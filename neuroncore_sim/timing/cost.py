@@ -222,8 +222,8 @@ def instruction_cycles(ins: Instruction, config: NeuronCoreConfig) -> float:
 
 def _matmul_dtype_factor(ins: Instruction, c: NeuronCoreConfig) -> float:
     st, mv = ins.srcs["stationary"], ins.srcs["moving"]
-    if "float32" not in (dtype_name(st.dtype), dtype_name(mv.dtype)):
-        return 1.0
+    if "float32" not in (dtype_name(st.dtype), dtype_name(mv.dtype)) or ins.attrs.get("auto_cast"):
+        return 1.0  # (the compile stage's auto-cast runs fp32 inputs as bf16)
     onezero = ins.attrs.get("is_stationary_onezero") or ins.attrs.get("is_moving_onezero")
     return c.fp32_matmul_slowdown / (c.onezero_fp32_speedup if onezero else 1.0)
 

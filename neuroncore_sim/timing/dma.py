@@ -9,11 +9,20 @@ so many DMAs overlap it). Each transfer goes to the DMA engine that frees up fir
 index) and occupies it for its ``engine_ns``; an engine runs one transfer at a time. Transfers
 that touch HBM also reserve the shared HBM pipe for ``hbm_bytes / hbm_bytes_per_ns`` in
 reservation order; a transfer ends when both its engine time and its HBM share are done.
+
+Descriptors generated at run time (the compile stage marks such DMAs ``dge``,
+:mod:`neuroncore_sim.compiler.dma_descriptors`): on NeuronCore-v2 one software generator (GpSimd)
+writes them, one DMA after another. A DMA's descriptors take ``dge_ns_per_element`` per element
+of at most ``dge_element_bytes`` of each DMA buffer, from when the DMA is ready and the generator
+is free; its transfers start no earlier than that. (The generator's time is not shown on the
+GpSimd row: an approximation, docs/model.md.)
 """
 
 from __future__ import annotations
 
 import heapq
+import math
+
 from ..config import NeuronCoreConfig
 from .cost import DmaTransfer, dma_transfers
 from ..program.ir import Instruction
@@ -38,16 +47,23 @@ class DmaEngines:
         self._config = config
         self._free = [(start_ns, e) for e in range(config.dma_engines)]
         self._hbm_free = start_ns
+        self._dge_free = start_ns  # the run-time descriptor generator
         # Transfer plans depend only on the operands' layout: cache them per layout, as
         # (engine_ns, HBM pipe ns or None) per transfer and the transfers' bytes.
         self._plans: dict[tuple[object, ...],
-                          tuple[tuple[tuple[float, float | None], ...], list[int]]] = {}
+                          tuple[tuple[tuple[float, float | None], ...], list[int], float]] = {}
 
-    def _plan(self, transfers: tuple[DmaTransfer, ...]
-              ) -> tuple[tuple[tuple[float, float | None], ...], list[int]]:
-        per_ns = self._config.hbm_bytes_per_ns
+    def _plan(self, transfers: tuple[DmaTransfer, ...], dge: bool
+              ) -> tuple[tuple[tuple[float, float | None], ...], list[int], float]:
+        cfg = self._config
+        per_ns = cfg.hbm_bytes_per_ns
+        gen = 0.0
+        if dge:  # one descriptor element per dge_element_bytes of each buffer
+            gen = cfg.dge_ns_per_element * sum(
+                tr.buffers * math.ceil(tr.nbytes / tr.buffers / cfg.dge_element_bytes)
+                for tr in transfers if tr.buffers)
         return (tuple((tr.engine_ns, tr.hbm_bytes / per_ns if tr.hbm_bytes else None)
-                      for tr in transfers), [tr.nbytes for tr in transfers])
+                      for tr in transfers), [tr.nbytes for tr in transfers], gen)
 
     def issue(self, ins: Instruction, ready_ns: float) -> tuple[float, PlacedTransfers]:
         """Reserve engines for the transfers of ``ins``, ready at ``ready_ns``.
@@ -64,12 +80,17 @@ class DmaEngines:
         waits: list[bool] = []
         done = earliest
         src, dst = ins.srcs["src"], ins.out
+        dge = bool(ins.attrs.get("dge"))
         key = (ins.opcode, src.space, dst.space, src.pattern, dst.pattern,
-               src.dtype.itemsize, dst.dtype.itemsize)
+               src.dtype.itemsize, dst.dtype.itemsize, dge)
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = self._plan(dma_transfers(ins, cfg))
-        steps, sizes = plan
+            plan = self._plans[key] = self._plan(dma_transfers(ins, cfg), dge)
+        steps, sizes, gen_ns = plan
+        if gen_ns:  # descriptors first, one DMA at a time on the generator
+            self._dge_free = (self._dge_free if self._dge_free > ready_ns else ready_ns) + gen_ns
+            if self._dge_free > earliest:
+                earliest = done = self._dge_free
         free, replace = self._free, heapq.heapreplace
         hbm_free = self._hbm_free
         for engine_ns, hbm_ns in steps:

@@ -45,13 +45,14 @@ import simpy
 from ..config import NeuronCoreConfig
 from .cost import (cycles_to_ns, instruction_cycles, kernel_work, matmul_stage_cycles,
                    pipeline_latency_ns)
-from .deps import EDGE_BYTES, KIND_BITS, KIND_MASK, edge_code
+from ..compiler.deps import EDGE_BYTES, KIND_BITS, KIND_MASK, edge_code
 from .dma import DmaEngines
 from .end_times import EndTimes, Ends, new_ends
 from .event_log import EventLog
 from .events import COMPUTE_ROWS, LOAD_STATIONARY, MULTIPLY_MOVING, TENSOR_LS_ROW, TimingResult
 from ..program.ir import Engine, Instruction, MemSpace, Opcode, Program
-from .schedule import DMA_QUEUE, RAW, WAR, InstanceSchedule, build_schedule
+from ..compiler.passes import compile_program
+from ..compiler.schedule import DMA_QUEUE, RAW, WAR, InstanceSchedule
 
 _SBUF_SHARERS = (Engine.VECTOR, Engine.GPSIMD)
 _PSUM_SHARERS = (Engine.VECTOR, Engine.SCALAR)
@@ -76,7 +77,7 @@ def simulate_timing(program: Program, config: NeuronCoreConfig,
     Raises:
         CapacityError: the program's tiles do not fit in SBUF/PSUM (from the scheduler).
     """
-    schedule = build_schedule(program, config)
+    schedule = compile_program(program, config)
     instances, warnings = list(schedule.instances), schedule.warnings
     del schedule  # (each instance's schedule is freed once it has run)
     log = EventLog(config.dma_engines)

@@ -24,6 +24,8 @@ from typing import Iterator, overload
 
 import numpy as np
 
+from ..compiler.spill import (PSUM_SPILL_RELOAD, PSUM_SPILL_SAVE, SPILL_RELOAD,  # noqa: F401
+                              SPILL_REMAT, SPILL_SAVE)
 from ..program.layout import slot_setters
 
 #: Opcode of the LoadStationary stage of nc_matmul (row :data:`TENSOR_LS_ROW`).
@@ -32,16 +34,6 @@ LOAD_STATIONARY = "load_stationary"
 MULTIPLY_MOVING = "multiply_moving"
 #: Row of the LoadStationary stages.
 TENSOR_LS_ROW = "tensor_ls"
-#: Opcodes of the spill DMAs the compiler adds (timing/spill.py): SBUF to HBM and back. Their
-#: Instruction is a dma_copy; the events name them.
-SPILL_SAVE = "spill_save"
-SPILL_RELOAD = "spill_reload"
-#: The same for PSUM, spilled to SBUF by VectorE copies (their Instruction is a tensor_copy).
-PSUM_SPILL_SAVE = "psum_spill_save"
-PSUM_SPILL_RELOAD = "psum_spill_reload"
-#: A constant tile's memsets run again instead of a reload (timing/spill.py); its Instruction is
-#: a copy of the memset.
-SPILL_REMAT = "spill_remat"
 #: Prefix of the DMA engine rows ("dma0" .. "dma15").
 DMA_ROW_PREFIX = "dma"
 #: The four compute engines, in display order.

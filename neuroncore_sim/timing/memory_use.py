@@ -3,7 +3,7 @@
 A tile (an SBUF or PSUM tensor, or one block of a tensor with block dims, :mod:`.tiles`) is live
 from the start of the first instruction that touches it to the end of the last one, in simulated
 time (the same first-to-last-use live range the scheduler gives its buffer rings,
-:mod:`neuroncore_sim.timing.schedule`). It takes its bytes per partition in every partition; a PSUM tile takes whole banks (``ceil(row_bytes / psum_bank_bytes)`` of
+:mod:`neuroncore_sim.compiler.schedule`). It takes its bytes per partition in every partition; a PSUM tile takes whole banks (``ceil(row_bytes / psum_bank_bytes)`` of
 them), as the allocator gives them. Summing the live tiles gives the bytes per partition in use
 at every instant, its peak, when the peak happens and which allocation sites hold it.
 
@@ -27,7 +27,7 @@ from ..config import NeuronCoreConfig
 from ..program.ir import MemSpace, Program
 from .events import (PSUM_SPILL_RELOAD, PSUM_SPILL_SAVE, SPILL_RELOAD, SPILL_SAVE, TimingResult,
                      is_dma_row)
-from .tiles import access_keys, block_elems, key_tensor, tile_bytes
+from ..compiler.tiles import access_keys, block_elems, key_tensor, tile_bytes
 
 #: The on-chip memories tracked, in display order.
 SPACES = (MemSpace.SBUF, MemSpace.PSUM)

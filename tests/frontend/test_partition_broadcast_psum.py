@@ -14,6 +14,8 @@ import neuroncore_sim.nki.isa as nisa
 import neuroncore_sim.nki.language as nl
 from neuroncore_sim.errors import MemorySpaceError
 
+from programs import AS_WRITTEN
+
 
 def scale_rows(x, row):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
@@ -50,7 +52,7 @@ def _vector_ops(res):
 
 def test_fp32_broadcast_is_read_from_psum() -> None:
     x, row = _inputs(512)
-    res = ncs.simulate(scale_rows, x, row)
+    res = ncs.simulate(scale_rows, x, row, config=AS_WRITTEN)
     np.testing.assert_array_equal(res.outputs[0], x * row)
     # memset of the ones, then one tensor_tensor reading PSUM: N = 512 cycles, no copy.
     assert _vector_ops(res) == ["memset", "tensor_tensor"]
@@ -61,25 +63,25 @@ def test_fp32_broadcast_is_read_from_psum() -> None:
 
 def test_wide_or_bf16_broadcast_is_copied_to_sbuf() -> None:
     x, row = _inputs(1024)  # 4 KiB of fp32 per partition: two PSUM banks
-    res = ncs.simulate(scale_rows, x, row)
+    res = ncs.simulate(scale_rows, x, row, config=AS_WRITTEN)
     np.testing.assert_array_equal(res.outputs[0], x * row)
     assert _vector_ops(res).count("tensor_copy") == 2
     xb, rb = _inputs(512, ml_dtypes.bfloat16)  # bf16 keeps its dtype: copied out of PSUM
-    res = ncs.simulate(scale_rows, xb, rb)
+    res = ncs.simulate(scale_rows, xb, rb, config=AS_WRITTEN)
     assert res.outputs[0].dtype == np.dtype(ml_dtypes.bfloat16)
     assert "tensor_copy" in _vector_ops(res)
 
 
 def test_nl_call_on_two_psum_tiles_stages_one() -> None:
     x, row = _inputs(256)
-    res = ncs.simulate(square_of_broadcast, x, row)
+    res = ncs.simulate(square_of_broadcast, x, row, config=AS_WRITTEN)
     np.testing.assert_allclose(res.outputs[0], np.broadcast_to(row * row, x.shape), rtol=1e-6)
 
 
 def test_isa_call_on_two_psum_broadcasts_is_a_clear_error() -> None:
     x, row = _inputs(256)
     with pytest.raises(MemorySpaceError, match=r"test_partition_broadcast_psum.py:\d+.*psum"):
-        ncs.simulate(isa_two_psum, x, row)
+        ncs.simulate(isa_two_psum, x, row, config=AS_WRITTEN)
 
 
 def broadcast_in_loop(x, rows):
@@ -101,6 +103,6 @@ def test_ones_stationary_is_one_constant() -> None:
     rows = rng.random((4, 256)).astype(np.float32)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        res = ncs.simulate(broadcast_in_loop, x, rows)
+        res = ncs.simulate(broadcast_in_loop, x, rows, config=AS_WRITTEN)
     np.testing.assert_array_equal(res.outputs[0], x + np.repeat(rows, 128, axis=0))
     assert _vector_ops(res).count("memset") == 1

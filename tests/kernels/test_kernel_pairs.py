@@ -80,9 +80,11 @@ def test_two_kib_rows_move_the_same_bytes_faster(dma_rows) -> None:
 
 def test_dma_time_falls_with_bytes_per_partition_until_the_knee(dma_rows) -> None:
     """Grouping rows pays while the DMAs are few and latency-bound, and stops paying once the
-    loads are bound by the HBM read rate (a few hundred bytes per partition)."""
+    loads are bound by the HBM read rate (a few hundred bytes per partition: a buffer costs at
+    least the 7 ns descriptor floor, 119 B at 17 B/ns)."""
     inputs = dma_rows.example_inputs(R=16384)
     latency = {g: ncs.simulate(dma_rows.rows_grouped, **inputs, ROWS_PER_PARTITION=g,
                                functional=False).latency_ns for g in (1, 2, 4, 16, 32)}
     assert latency[1] > 1.5 * latency[2] > latency[4]
-    assert latency[4] == pytest.approx(latency[32], rel=0.05)
+    assert latency[4] > latency[16]  # 64 B per partition: still under the 7 ns descriptor floor
+    assert latency[16] == pytest.approx(latency[32], rel=0.05)

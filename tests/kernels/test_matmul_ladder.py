@@ -14,6 +14,7 @@ import pytest
 import neuroncore_sim as ncs
 import neuroncore_sim.nki.language as nl
 import neuroncore_sim.nki.typing as nt
+from neuroncore_sim.config import TRN1, override
 from test_kernels import load_sample
 
 # (kernel, block factors, M, K, N): two or more blocks along each blocked dimension.
@@ -84,10 +85,15 @@ def test_shapes_must_be_whole_tiles(ladder) -> None:
         ncs.simulate(ladder.tiled, **inputs, functional=False)
 
 
+#: trn1 under SDK 2.20's compile options: AWS's ladder was measured with that toolchain.
+SDK_2_20 = override(TRN1, {"compiler": {"toolchain": "2.20"}}, "tests")
+
+
 def _latency(kernel, m: int, k: int, n: int, **blocks) -> float:
     lhsT = nt.tensor[[k, m], nl.bfloat16]
     rhs = nt.tensor[[k, n], nl.bfloat16]
-    return ncs.simulate(kernel, lhsT, rhs, functional=False, **blocks).latency_ns
+    return ncs.simulate(kernel, lhsT, rhs, functional=False, config=SDK_2_20,
+                        **blocks).latency_ns
 
 
 def test_ladder_steps_2_to_4_get_faster(ladder) -> None:

@@ -13,6 +13,8 @@ import neuroncore_sim.nki.language as nl
 from neuroncore_sim import report
 from neuroncore_sim.report.advice import MAX_ADVICE, advice
 
+from programs import AS_WRITTEN
+
 F32 = np.float32
 
 
@@ -115,7 +117,7 @@ def many_transposes(a):
 
 
 def _rules(kernel, *args) -> dict[str, str]:
-    res = ncs.simulate(kernel, *args, functional=False)
+    res = ncs.simulate(kernel, *args, functional=False, config=AS_WRITTEN)
     tips = advice(res)
     assert len(tips) <= MAX_ADVICE
     assert [t.saving_ns for t in tips] == sorted((t.saving_ns for t in tips), reverse=True)
@@ -178,9 +180,9 @@ def test_transposes_fire_when_they_are_most_of_tensore_only() -> None:
 
 
 def test_advice_is_in_the_text_summary() -> None:
-    res = ncs.simulate(narrow_copy, np.zeros((128, 1024), F32), functional=False)
+    res = ncs.simulate(narrow_copy, np.zeros((128, 1024), F32), functional=False, config=AS_WRITTEN)
     text = report.summary_text(res)
     # (with trn1's DMA costs the engines' serialisation on the fixed DMA latency comes first)
     assert "advice     : " in text and "the DMAs at" in text
-    quiet = ncs.simulate(wide_copy, np.zeros((128, 4096), F32), functional=False)
+    quiet = ncs.simulate(wide_copy, np.zeros((128, 4096), F32), functional=False, config=AS_WRITTEN)
     assert advice(quiet) == [] and "advice     :" not in report.summary_text(quiet)

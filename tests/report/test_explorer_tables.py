@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 import neuroncore_sim as ncs
+from programs import AS_WRITTEN
 import neuroncore_sim.nki.isa as nisa
 import neuroncore_sim.nki.language as nl
 from neuroncore_sim import cli
@@ -138,10 +139,10 @@ LAUNCHES = {
     "layernorm_bn": lambda: _sample("layernorm.py", "layernorm_bn"),
     "transpose_tensor_engine": lambda: _sample("transpose2d.py", "transpose_tensor_engine"),
     "loads_twice": lambda: ncs.simulate(loads_twice, np.zeros((512, 1024), np.float32),
-                                        functional=False),
+                                        functional=False, config=AS_WRITTEN),
     "matmul_and_transposes": lambda: ncs.simulate(
         matmul_and_transposes, np.zeros((128, 128), np.float32),
-        np.zeros((128, 512), np.float32), functional=False),
+        np.zeros((128, 512), np.float32), functional=False, config=AS_WRITTEN),
     "tensor_add_grid": lambda: _sample("tensor_add.py"),  # an SPMD grid of 2 x 2
 }
 #: Launches with engine activity outside the reference's default window (before the first DMA
@@ -216,7 +217,7 @@ def test_spill_transfers_count_in_memory_bound_ideal(tmp_path: Path) -> None:
     so memory_bound_ideal counts them, in the tables and in our summary alike."""
     a = np.zeros((5 * 128, 12288), np.float32)
     with pytest.warns(ncs.errors.SpillWarning):
-        res = ncs.simulate(spills, a, functional=False)
+        res = ncs.simulate(spills, a, functional=False, config=AS_WRITTEN)
     explorer.write_tables(res, tmp_path)
     s, got = res.summary(), bounds_from_tables(tmp_path)
     assert got["memory_bound_ideal"] * 1e9 == pytest.approx(s["memory_bound_ideal"], abs=0.01)
@@ -233,7 +234,7 @@ def test_reloads_and_transfer_attribution_read_like_hardware(tmp_path: Path) -> 
     """The redundant-transfer and DMA-efficiency investigations' joins work: per tensor repeat
     factors, and Instruction -> Flow -> DmaPacketAggregated per source line."""
     a = np.zeros((512, 1024), np.float32)
-    res = ncs.simulate(loads_twice, a, functional=False)
+    res = ncs.simulate(loads_twice, a, functional=False, config=AS_WRITTEN)
     explorer.write_tables(res, tmp_path)
     tensors = pd.read_parquet(tmp_path / "TensorInfo.parquet").set_index("variable_name")
     assert tensors.loc["a", "type"] == "IN" and tensors.loc["a", "size"] == a.nbytes
@@ -255,7 +256,7 @@ def test_reloads_and_transfer_attribution_read_like_hardware(tmp_path: Path) -> 
     src = Path(__file__).read_text().splitlines()
     load_lines = [f"test_explorer_tables.py:{i}" for i, text in enumerate(src, 1)
                   if text.endswith("# LOAD")]
-    assert sorted(lines.index) == load_lines and set(lines) == {a.nbytes}
+    assert sorted(lines.index) == sorted(load_lines) and set(lines) == {a.nbytes}
     assert set(joined["write_num_sbuf_partitions"]) == {128}
     pkts = pd.read_parquet(tmp_path / "DmaPacket.parquet")
     assert pkts["transfer_bytes"].sum() == agg["transfer_bytes"].sum() == res.summary()[

@@ -20,6 +20,8 @@ import neuroncore_sim.nki.isa as nisa
 import neuroncore_sim.nki.language as nl
 from neuroncore_sim.report import tables as report
 
+from programs import AS_WRITTEN
+
 HERE = Path(__file__).name
 BF16 = ml_dtypes.bfloat16
 
@@ -95,7 +97,7 @@ def _bf16(shape, seed=0):
 
 @pytest.fixture(scope="module")
 def matmul_result():
-    return ncs.simulate(one_matmul, _bf16((128, 128)), _bf16((128, 512), 1))
+    return ncs.simulate(one_matmul, _bf16((128, 128)), _bf16((128, 512), 1), config=AS_WRITTEN)
 
 
 def test_one_matmul_values(matmul_result):
@@ -107,29 +109,29 @@ def test_one_matmul_values(matmul_result):
 # --- hand-checked summary of one matmul -----------------------------------------------------------
 # Timeline (TRN1): both loads are issued at 0 and start after dma_fixed_latency_ns = 1300.
 #   lhsT [128,128] bf16: 16 transfers of 8 partitions x 256 B; a buffer read from HBM costs
-#     max(dma_buffer_overhead_ns 7, 256 / dma_hbm_read_bytes_per_ns 6.96) -> LS_T per engine.
+#     max(dma_buffer_overhead_ns 7, 256 / dma_hbm_read_bytes_per_ns 17.0) -> LS_T per engine.
 #   rhs [128,512] bf16: 1024 B buffers: MV_T, after lhsT's transfers on every engine.
 #   MultiplyMoving waits for rhs + semaphore 30 (MM_START), runs 512 TensorE cycles.
 #   The PSUM->SBUF copy (VectorE) waits for the TensorE pipeline 155 + 30 (COPY_START), runs
 #     512 cycles / 1.12 GHz = 457.143.
 #   The store waits 60 VectorE cycles (53.571) + 30, then 1300; 2048 B buffers written to HBM
 #     at dma_engine_bytes_per_ns 18.1: ST_T.
-RD, WR, OVH = 6.96, 18.1, 7.0
-LS_T = 8 * max(OVH, 256 / RD)  # 294.25
-MV_T = 8 * max(OVH, 1024 / RD)  # 1177.01
+RD, WR, OVH = 17.0, 18.1, 7.0
+LS_T = 8 * max(OVH, 256 / RD)  # 120.47
+MV_T = 8 * max(OVH, 1024 / RD)  # 481.88
 ST_T = 8 * max(OVH, 2048 / WR)  # 905.19
-MM_START = 1300 + LS_T + MV_T + 30  # 2801.26
-COPY_START = MM_START + 512 / 2.8 + 155 + 30  # 3169.12
-LATENCY = COPY_START + 512 / 1.12 + 60 / 1.12 + 30 + 1300 + ST_T  # 5915.0
+MM_START = 1300 + LS_T + MV_T + 30
+COPY_START = MM_START + 512 / 2.8 + 155 + 30
+LATENCY = COPY_START + 512 / 1.12 + 60 / 1.12 + 30 + 1300 + ST_T
 MM_NS = 512 / 2.8  # 128*128*512 MACs at 128*128 MACs per cycle at 2.8 GHz = 182.857 ns
 DMA_BYTES = 128 * 128 * 2 + 128 * 512 * 2 + 128 * 512 * 4  # 425,984: every byte crosses HBM once
 READ_BYTES = 128 * 128 * 2 + 128 * 512 * 2  # the two loads read HBM: 163,840
-# The DMA engines move the loads at dma_hbm_read_bytes_per_ns (6.96), the store at 18.1, over 16
-DMA_NS = (READ_BYTES / 6.96 + (DMA_BYTES - READ_BYTES) / 18.1) / 16  # 2376.46
+# The DMA engines move the loads at dma_hbm_read_bytes_per_ns (17.0), the store at 18.1, over 16
+DMA_NS = (READ_BYTES / RD + (DMA_BYTES - READ_BYTES) / WR) / 16
 
 
 def test_one_matmul_latency_by_hand(matmul_result):
-    assert matmul_result.latency_ns == pytest.approx(LATENCY)  # 5915.0
+    assert matmul_result.latency_ns == pytest.approx(LATENCY)
 
 
 def test_one_matmul_roofline_and_mfu(matmul_result):
@@ -232,7 +234,7 @@ def test_summary_text_names_the_new_numbers(matmul_result):
             "the bound") in text
     assert f"MFU {100 * MM_NS / LATENCY:.1f}%" in text
     assert (f"bandwidth {100 * DMA_NS / LATENCY:.0f}% of peak {DMA_BYTES / DMA_NS:.1f} B/ns "
-            "(dma_engines 16, HBM reads at dma_hbm_read_bytes_per_ns 6.96, the rest at "
+            "(dma_engines 16, HBM reads at dma_hbm_read_bytes_per_ns 17, the rest at "
             "dma_engine_bytes_per_ns 18.1)") in text
     busy = f"{100 * (LS_T + MV_T + ST_T) / LATENCY:.1f}%"
     assert f"queues busy {busy}" in text and f"dma queues {busy}" in text
@@ -244,7 +246,7 @@ def test_summary_text_names_the_new_numbers(matmul_result):
 # --- bottleneck verdicts ---------------------------------------------------------------------------
 
 def _summary(kernel, *args):
-    return ncs.simulate(kernel, *args).summary()
+    return ncs.simulate(kernel, *args, config=AS_WRITTEN).summary()
 
 
 def test_dma_bound_verdict():
@@ -253,11 +255,11 @@ def test_dma_bound_verdict():
     assert s["bottleneck"] == "dma" and ev["busiest"] == "dma"
     assert ev["busiest_percent"] == s["dma_queue_busy_percent"] > 90
     assert ev["threshold_percent"] == 50.0
-    # 8 loads + 8 stores of 512 KiB: 4 MiB read at 16 x 6.96 B/ns and 4 MiB written at
-    # 16 x 18.1 B/ns = 52,147 ns is the bound.
+    # 8 loads + 8 stores of 512 KiB: 4 MiB read at 16 x 17.0 B/ns and 4 MiB written at
+    # 16 x 18.1 B/ns = 29,903 ns is the bound.
     assert s["dma_bytes"] == 16 * 128 * 1024 * 4
     assert s["roofline_limit"] == "dma_bandwidth"
-    assert s["roofline_ns"] == pytest.approx((4 * 2**20 / 6.96 + 4 * 2**20 / 18.1) / 16)
+    assert s["roofline_ns"] == pytest.approx((4 * 2**20 / 17.0 + 4 * 2**20 / 18.1) / 16)
     assert s["mfu_percent"] == 0.0 and s["matmul_flops"] == 0
     pct = f"{s['dma_bandwidth_percent_of_peak']:.0f}"
     assert ev["reason"] == (f"dma queues busy {ev['busiest_percent']:.1f}% of the latency > 50%;"
@@ -353,15 +355,15 @@ def _load_kernel():
 
 
 def test_dma_peak_is_the_read_peak_for_a_kernel_that_only_loads() -> None:
-    """A load-bound kernel is compared with the HBM read peak (16 x 6.96 B/ns), not the write
+    """A load-bound kernel is compared with the HBM read peak (16 x 17.0 B/ns), not the write
     peak: almost every byte it moves is read from HBM."""
     a = np.zeros((128, 2048), np.float32)
     res = ncs.simulate(_load_kernel(), a, functional=False)
     s = res.summary()
     read, other = 128 * 2048 * 4, 128 * 4
-    peak = (read + other) / ((read / 6.96 + other / 18.1) / 16)
+    peak = (read + other) / ((read / 17.0 + other / 18.1) / 16)
     assert s["dma_peak_bytes_per_ns"] == pytest.approx(peak)
-    assert 111.3 < s["dma_peak_bytes_per_ns"] < 111.6  # ~16 x 6.96, far from 289.6
+    assert 271.9 < s["dma_peak_bytes_per_ns"] < 272.2  # ~16 x 17.0, not 289.6
     assert s["dma_bandwidth_percent_of_peak"] <= 100.0
     t = report.dma_table(res)
     assert t.loc["total", "peak_bytes_per_ns"] == pytest.approx(peak)

@@ -19,6 +19,7 @@ from ...program import ops
 from ...dtypes import dtype_name, float32, is_float, promote, to_dtype
 from ...errors import DTypeError, KernelError, MemorySpaceError, ShapeError, UnsupportedError
 from ...program.ir import Engine, MemSpace, Opcode
+from ...program.opcodes import ENGINE_PICKED
 from .. import tracer as _tracer
 from ..indexing import IndexExpr, MaskExpr, permuted_mask
 from ..mask_bool import resolve as resolve_mask
@@ -321,7 +322,8 @@ def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False, op
         attrs["op1"] = op_name(op1, f"{what} op1", ops.BINARY_OPS)
         attrs["operand1"] = _scalar_or_tile(operand1, d, what, srcs, "operand1")
     _no_float_bitvec(what, (attrs["op0"], attrs["op1"]), *srcs.values())
-    eng = engine_arg(engine, what) or Engine.VECTOR
+    if (eng := engine_arg(engine, what)) is None:  # the compiler's to pick (engine_choice.py)
+        eng, attrs[ENGINE_PICKED] = Engine.VECTOR, True
     _no_gpsimd_psum(eng, what, d)
     return issue(what, Opcode.TENSOR_SCALAR, eng, d.shape, _out_dtype(dtype, d.dtype), srcs,
                  attrs, mask=mask)
@@ -423,10 +425,10 @@ def tensor_copy(src: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 
     """Copy a tile (VectorE by default; ScalarE casts through fp32; GpSimd has no PSUM)."""
     what = "tensor_copy"
     s = _tile(src, f"{what} src")
-    eng = engine_arg(engine, what) or Engine.VECTOR
-    _no_gpsimd_psum(eng, what, s)
+    picked = (eng := engine_arg(engine, what)) is None  # the compiler's (engine_choice.py)
+    _no_gpsimd_psum(eng := eng or Engine.VECTOR, what, s)
     return issue(what, Opcode.TENSOR_COPY, eng, s.shape, _out_dtype(dtype, s.dtype),
-                 {"src": s}, {}, mask=mask)
+                 {"src": s}, {ENGINE_PICKED: True} if picked else {}, mask=mask)
 
 
 def memset(shape: Any, value: Any, dtype: Any, *, mask: Any = None, engine: Any = None) -> NkiTensor:
@@ -470,7 +472,7 @@ def affine_select(pred: Any, on_true_tile: Any, on_false_value: Any, *, mask: An
 
 def reciprocal(data: Any, *, dtype: Any = None, mask: Any = None) -> NkiTensor:
     """``1 / data`` on VectorE (more precise than the ScalarE activation)."""
-    d = _tile(data, "reciprocal data")
+    d = _tile(data, "reciprocal data")  # (the compile stage may move it: engine_choice.py)
     return issue("reciprocal", Opcode.RECIPROCAL, Engine.VECTOR, d.shape,
                  _out_dtype(dtype, d.dtype), {"data": d}, {}, mask=mask)
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from ...errors import MemorySpaceError, ShapeError, SimulatorError
 from ...program.ir import Engine, MemSpace, Opcode
+from ...program.opcodes import ENGINE_PICKED
 from .. import tracer as _tracer
 from ..alloc import fill
 from ..broadcast import broadcast_error, common_shape, expand, padded, relabel, same_layout
@@ -84,7 +85,8 @@ def assign(target: NkiTensor, value: Any) -> None:
         if padded(value.shape, 1)[0] != target.shape[0]:  # one partition to many: moves data
             value = partition_broadcast(value, (target.shape[0],) + value.shape[1:])
         src = expand(value, target.shape, "assignment")
-    issue_into("tensor_copy", Opcode.TENSOR_COPY, Engine.VECTOR, target, {"src": src}, {})
+    issue_into("tensor_copy", Opcode.TENSOR_COPY, Engine.VECTOR, target, {"src": src},
+               {ENGINE_PICKED: True})  # the compiler picks the copy's engine
 
 
 #: Where each engine can write an instruction's result directly (architecture guide: TensorE

@@ -380,6 +380,10 @@ CLI_CASES: list[CliCase] = [
     _c("run_script_bug", "run {d}/script_bug.py", 1, r"script_bug.py raised KeyError .*its traceback:\n.*\n.*script_bug.py\", line 2"),
     _c("run_trace_max_events_negative", "run --trace-max-events -1 {d}/script_rule.py", 2, r"--trace-max-events: expected an integer >= 0, found '-1'"),
     _c("run_bad_config", "run --config trn9 {d}/script_rule.py", 2, USAGE + r"found 'trn9'"),
+    _c("compiler_option_no_value", "profile {d}/good.py --compiler-option dge", 2, USAGE + r"--compiler-option: expected NAME=VALUE \(one of toolchain, dge, .*\), found 'dge'"),
+    _c("compiler_option_unknown", "profile {d}/good.py --compiler-option dgee=true", 2, USAGE + r"--compiler-option: unknown compile option\(s\) \['dgee'\]; expected one of toolchain, dge"),
+    _c("compiler_option_bad_value", "run --compiler-option auto_cast=fp8 {d}/script_rule.py", 2, USAGE + r"'auto_cast' must be one of none, matmult, all, found 'fp8'"),
+    _c("compiler_option_sweep", "sweep {d}/good.py --compiler-option dge=maybe --param N=1", 2, USAGE + r"compile option 'dge' must be true or false, found 'maybe'"),
     _c("run_out_is_a_file", "run --out {out} {d}/script_rule.py", 2, USAGE + r"found an existing file", setup="file"),
     # sweep
     _c("sweep_no_param", "sweep {d}/good.py", 2, USAGE + r"expected at least one --param"),
@@ -438,6 +442,10 @@ def _config_cases() -> list[ConfigCase]:
         if f.name == "name":
             cases.append(ConfigCase("name", 'name = ""', "5",
                                     r"'name' must be a non-empty string, found (''|5)"))
+        elif f.name == "compiler":  # a table of compile options, not a value
+            cases.append(ConfigCase("compiler", 'compiler = "fast"', "-1",
+                                    r"'compiler' must be a table of compile options \(toolchain, "
+                                    r"dge, .*\), found ('fast'|-1)"))
         elif f.type == "int":  # a whole number > 0: zero in the file, a fraction on the line
             cases.append(ConfigCase(f.name, f"{f.name} = 0", "2.5",
                                     rf"'{f.name}' must be a positive integer, found (0|2.5)"))

@@ -1,4 +1,4 @@
-"""Loop-invariant compute instructions cost once (neuroncore_sim/timing/hoist.py): a VectorE
+"""Loop-invariant compute instructions cost once (neuroncore_sim/compiler/hoist.py): a VectorE
 product of two tiles loaded outside an affine loop, repeated in every iteration, takes VectorE
 time only in the first; a repeat whose input changed in between, or whose loop differs, pays."""
 

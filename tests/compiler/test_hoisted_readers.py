@@ -1,4 +1,4 @@
-"""Readers of a loop-invariant repeat read the first result (neuroncore_sim/timing/hoist.py,
+"""Readers of a loop-invariant repeat read the first result (neuroncore_sim/compiler/hoist.py,
 ``read_first_results``): the compiler computes ``nl.negative(m)`` once, so a ScalarE
 activation that takes it as its bias in every iteration does not wait for VectorE to reach the
 repeat in its in-order queue (behind the VectorE reduction of the previous iteration's
@@ -13,6 +13,8 @@ import numpy as np
 import neuroncore_sim as ncs
 import neuroncore_sim.nki.isa as nisa
 import neuroncore_sim.nki.language as nl
+
+from programs import AS_WRITTEN
 
 R = 8
 
@@ -47,7 +49,7 @@ def _run(kernel=invariant_bias):
     rng = np.random.default_rng(7)
     x = rng.random((128, R * 128)).astype(np.float32)
     m = rng.random((128, 1)).astype(np.float32)
-    res = ncs.simulate(kernel, x, m)
+    res = ncs.simulate(kernel, x, m, config=AS_WRITTEN)
     e = np.exp(x - m).reshape(128, R, 128)
     np.testing.assert_allclose(res.outputs[0], e.sum(axis=2), rtol=1e-4)
     return res

@@ -1,6 +1,6 @@
 """Constant tiles under spilling: a tile only memsets wrote (an eager ``nl.zeros`` block tensor
 of accumulators, all memset at the declaration) is evicted without a save and rematerialised by
-its memsets just before its next use, not stored to HBM and loaded back (timing/spill.py)."""
+its memsets just before its next use, not stored to HBM and loaded back (compiler/spill.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The bucketed index of live accesses (timing/schedule.py ``_LiveAccesses``) finds exactly the
+"""The bucketed index of live accesses (compiler/schedule.py ``_LiveAccesses``) finds exactly the
 edges of the plain rule: one list of live accesses per tensor, every overlap an edge, a write
 dropping the accesses it covers. Random rectangles on tensors of every bucket geometry (many
 row buckets, block columns, wide rows), compared step by step."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 
-from neuroncore_sim.timing.schedule import RAW, WAR, WAW, _LiveAccesses
+from neuroncore_sim.compiler.schedule import RAW, WAR, WAW, _LiveAccesses
 
 # (rows, columns, block width or 0) of the tensors the accesses touch
 TENSORS = [(128, 2048, 0), (2048, 1024, 0), (128, 8192, 512), (4096, 100_000, 0), (1, 64, 8),

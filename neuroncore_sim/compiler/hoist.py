@@ -9,7 +9,7 @@ e.g. the mean ``nl.var`` recomputes after an ``nl.mean`` of the same tile; the i
 affine loop are independent, so it may). The timing model gives such repeats no engine time;
 the values are unaffected. The schedule finds the repeats before memory is placed and spilled
 (a spill reload restores values, it does not change them) and gives them no sources, so a tile
-read only by them is not kept live for them (timing/schedule.py).
+read only by them is not kept live for them (compiler/schedule.py).
 
 Evidence (docs/model.md, "Loop-invariant instructions"): in the fused-Mamba tutorial, v2 loads
 ``delta`` and ``u`` once per channel tile and multiplies them in every state iteration; its
@@ -99,3 +99,9 @@ def read_first_results(deps: MutableMapping[int, tuple[tuple[int, int], ...]],
         if any(p in origin for p in producers):
             ls_deps[iid] = tuple(sorted({origin.get(p, p) for p in producers}))
 
+
+
+def without_sources(ins: Instruction) -> Instruction:
+    """``ins`` reading nothing: a loop-invariant repeat whose result is the first one's."""
+    return Instruction(ins.id, ins.opcode, ins.engine, ins.dsts, {}, ins.attrs, ins.loc,
+                       ins.mask, ins.instance, ins.loops)

@@ -10,7 +10,7 @@ import pytest
 import event_listings
 import neuroncore_sim as ncs
 from neuroncore_sim.config import load_config
-from neuroncore_sim.timing.schedule import build_schedule
+from neuroncore_sim.compiler.passes import compile_program
 
 #: (kernel file, kernel, three sizes, each about twice the instructions of the one before)
 CASES = [
@@ -28,7 +28,7 @@ def _edges(stem: str, kname: str, sizes: dict) -> tuple[int, int]:
     module = event_listings.load_sample(stem)
     kernel = getattr(module, "KERNELS", {"kernel": getattr(module, "kernel", None)})[kname]
     program = ncs.trace(kernel, **module.example_inputs(**sizes), functional=False).program
-    schedule = build_schedule(program, load_config(None))
+    schedule = compile_program(program, load_config(None))
     return (sum(len(d) for inst in schedule.instances for d in inst.deps.values()),
             len(program.instructions))
 

@@ -15,7 +15,7 @@ import neuroncore_sim.nki.language as nl
 import neuroncore_sim.nki.typing as nt
 from neuroncore_sim.config import TRN1
 from neuroncore_sim.timing.events import is_dma_row
-from neuroncore_sim.timing.schedule import build_schedule
+from neuroncore_sim.compiler.passes import compile_program
 
 
 @nki.jit
@@ -45,7 +45,7 @@ def test_every_dma_into_a_reused_slot_waits_for_the_previous_tile():
     instrs = res.program.instructions
     loads = [i for i in instrs if i.opcode.value == "dma_copy" and i.out.space.value == "sbuf"]
     adds = [i for i in instrs if i.opcode.value == "tensor_tensor"][READS::READS + 1]  # last
-    ring = next(r for r in build_schedule(res.program, TRN1).instances[0].rings
+    ring = next(r for r in compile_program(res.program, TRN1).instances[0].rings
                 if r.tiles == len(adds) and r.space.value == "sbuf" and r.slot_bytes == 4096)
     start: dict[int, float] = {}
     end: dict[int, float] = {}

@@ -23,8 +23,7 @@ from ..config import NeuronCoreConfig
 from ..errors import SpillWarning
 from ..program.ir import Access, Engine, Instruction, MemSpace, Opcode, Program, TensorDecl
 from .capacity import BufferPlan, plan_buffers
-from .events import PSUM_SPILL_SAVE, SPILL_REMAT, SPILL_SAVE
-from .spill import SpillPlan
+from .spill import PSUM_SPILL_SAVE, SPILL_REMAT, SPILL_SAVE, SpillPlan
 from .tiles import tile_cols
 
 #: Tile -> the tiles whose memory it takes, per instruction id (see :class:`InstancePlan`).

@@ -42,8 +42,18 @@ from typing import Callable
 from ..errors import CapacityError
 from ..program.ir import Instruction, MemSpace, Opcode, TensorDecl
 from ..program.opcodes import DMA_OPCODES
-from .events import PSUM_SPILL_RELOAD, PSUM_SPILL_SAVE, SPILL_REMAT, SPILL_RELOAD, SPILL_SAVE
 from .tiles import access_keys
+
+#: Opcodes of the spill DMAs the compiler adds: SBUF to HBM and back. Their Instruction is a
+#: dma_copy; the timing model's events name them.
+SPILL_SAVE = "spill_save"
+SPILL_RELOAD = "spill_reload"
+#: The same for PSUM, spilled to SBUF by VectorE copies (their Instruction is a tensor_copy).
+PSUM_SPILL_SAVE = "psum_spill_save"
+PSUM_SPILL_RELOAD = "psum_spill_reload"
+#: A constant tile's memsets run again instead of a reload; its Instruction is a copy of the
+#: memset.
+SPILL_REMAT = "spill_remat"
 
 _NEVER = 1 << 62  # next use of a tile with none left
 

@@ -19,6 +19,7 @@ import neuroncore_sim.nki.isa as nisa
 import neuroncore_sim.nki.language as nl
 from neuroncore_sim import report
 from neuroncore_sim.config import TRN1
+from programs import AS_WRITTEN
 from neuroncore_sim.errors import AllocationWarning, CapacityError, KernelError, SpillWarning
 
 F32 = np.float32
@@ -35,7 +36,7 @@ def simulate_quietly(kernel, *args, **kw):
     """Simulate, failing on any warning (a kernel that fits must not warn)."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        return ncs.simulate(kernel, *args, **kw)
+        return ncs.simulate(kernel, *args, **{"config": AS_WRITTEN, **kw})
 
 
 # --- a block tensor that fits by live range ---------------------------------------------------
@@ -82,7 +83,7 @@ def test_zeros_with_block_dims_is_one_memset_per_block():
     # The memsets run first, in program order, so every block is live from the declaration:
     # 256 KiB, which spills (docs/model.md: live ranges follow program order).
     with pytest.warns(SpillWarning, match=line(zeros_blocks, "# ZEROS")):
-        res = ncs.simulate(zeros_blocks, a, out)
+        res = ncs.simulate(zeros_blocks, a, out, config=AS_WRITTEN)
     np.testing.assert_allclose(out, a)
     memsets = [i for i in res.program.instructions if i.opcode.value == "memset"]
     assert len(memsets) == 16
@@ -139,7 +140,7 @@ def _spill_inputs():
 def test_over_subscribed_sbuf_spills_with_warning_dmas_and_summary():
     a, out = _spill_inputs()
     with pytest.warns(SpillWarning) as caught:
-        res = ncs.simulate(spilling_sum, a, out)
+        res = ncs.simulate(spilling_sum, a, out, config=AS_WRITTEN)
     np.testing.assert_allclose(out, a.reshape(N, 128, COLS).sum(axis=0), rtol=1e-5)
     msg = str(caught[0].message)
     assert caught[0].filename == __file__  # shown at the simulate() call
@@ -158,7 +159,7 @@ def test_over_subscribed_sbuf_spills_with_warning_dmas_and_summary():
     assert sbuf["spill_save_bytes"] % tile == 0  # whole tiles are spilled
     assert f"spills to HBM {sbuf['spill_save_bytes']} bytes" in msg
     # The same program on a core with SBUF for all of it: no spill, and faster.
-    roomy = dataclasses.replace(TRN1, sbuf_bytes_per_partition=512 * 1024)
+    roomy = dataclasses.replace(AS_WRITTEN, sbuf_bytes_per_partition=512 * 1024)
     fast = simulate_quietly(spilling_sum, a, np.zeros_like(out), config=roomy)
     assert fast.summary()["memory"]["sbuf"]["spill_save_bytes"] == 0
     assert res.latency_ns > fast.latency_ns
@@ -186,14 +187,14 @@ def test_tiles_loaded_from_inputs_are_reloaded_not_saved():
     # it again from where it came, with no spill save.
     a, out = _spill_inputs()
     with pytest.warns(SpillWarning, match="SBUF over-subscribed"):
-        res = ncs.simulate(loaded_sum, a, out)
+        res = ncs.simulate(loaded_sum, a, out, config=AS_WRITTEN)
     np.testing.assert_allclose(out, a.reshape(N, 128, COLS).sum(axis=0), rtol=1e-5)
     sbuf = res.summary()["memory"]["sbuf"]
     assert sbuf["spill_save_bytes"] == 0
     assert sbuf["spill_reload_bytes"] % (128 * COLS * 4) == 0 and sbuf["spill_reload_bytes"] > 0
     # and it costs less than spilling computed tiles of the same size (no saves)
     with pytest.warns(SpillWarning):
-        computed = ncs.simulate(spilling_sum, a, np.zeros_like(out))
+        computed = ncs.simulate(spilling_sum, a, np.zeros_like(out), config=AS_WRITTEN)
     assert computed.summary()["memory"]["sbuf"]["spill_save_bytes"] > 0
     assert res.latency_ns < computed.latency_ns
 
@@ -201,7 +202,7 @@ def test_tiles_loaded_from_inputs_are_reloaded_not_saved():
 def test_spill_warning_also_without_timing():
     a, out = _spill_inputs()
     with pytest.warns(SpillWarning, match="SBUF over-subscribed"):
-        ncs.simulate(spilling_sum, a, out, timing=False)
+        ncs.simulate(spilling_sum, a, out, timing=False, config=AS_WRITTEN)
     np.testing.assert_allclose(out, a.reshape(N, 128, COLS).sum(axis=0), rtol=1e-5)
 
 
@@ -249,7 +250,7 @@ def test_scan_kernel_spills_only_at_long_sequence(seq, spills):
     out = np.zeros((ch, seq), F32)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = ncs.simulate(mamba_like, delta, u, A, B, C, out)
+        res = ncs.simulate(mamba_like, delta, u, A, B, C, out, config=AS_WRITTEN)
     np.testing.assert_allclose(out, _mamba_ref(delta, u, A, B, C), rtol=2e-3, atol=2e-3)
     spill_warnings = [w for w in caught if issubclass(w.category, SpillWarning)]
     assert bool(spill_warnings) == spills
@@ -290,7 +291,7 @@ def test_direct_allocation_past_the_partition_is_a_warning_not_a_spill():
                       r"100000 bytes per partition at byte_addr 100000 ends at 200000, past the "
                       r"196608 bytes of an SBUF partition") as caught:
         a = np.random.default_rng(2).standard_normal((2, 128, 25000)).astype(F32)
-        res = ncs.simulate(direct_overflow, a)
+        res = ncs.simulate(direct_overflow, a, config=AS_WRITTEN)
     assert str(caught[0].message).startswith(line(direct_overflow, "# BAD"))
     assert not [w for w in caught if issubclass(w.category, SpillWarning)]
     np.testing.assert_array_equal(res.outputs[0], a)
@@ -326,7 +327,7 @@ def test_mod_alloc_addresses_per_block_and_an_allocator_kept_across_calls():
     kernel = make_kernel(alloc)
     a = np.random.default_rng(4).standard_normal((256, 16384)).astype(F32)
     out = np.zeros_like(a)
-    res = ncs.simulate(kernel, a, out)
+    res = ncs.simulate(kernel, a, out, config=AS_WRITTEN)
     np.testing.assert_allclose(out, a)
     decl = next(t for t in res.program.tensors if t.placement is not None)
     # block i at base_addr + (i % num_free_tiles) * fdim_size bytes (the reference's formula)
@@ -336,7 +337,7 @@ def test_mod_alloc_addresses_per_block_and_an_allocator_kept_across_calls():
     out2 = np.zeros_like(a)
     with pytest.warns(AllocationWarning, match=r"block \(1,\): a tile of 65536 bytes per "
                       r"partition at byte_addr 196608 ends at 262144, past the 196608 bytes") as w:
-        ncs.simulate(kernel, a, out2)
+        ncs.simulate(kernel, a, out2, config=AS_WRITTEN)
     assert str(w[0].message).startswith(line(kernel, "# ALLOC"))
     np.testing.assert_allclose(out2, a)
 
@@ -349,7 +350,7 @@ def bad_tile_counts():
 def test_mod_alloc_tile_counts_must_be_positive():
     with pytest.raises(KernelError, match=r"ncc.sbuf.mod_alloc num_free_tiles: expected a tuple "
                        r"of positive integer tile counts, found \(2, 0\)") as info:
-        ncs.simulate(bad_tile_counts, timing=False)
+        ncs.simulate(bad_tile_counts, timing=False, config=AS_WRITTEN)
     assert info.value.loc == line(bad_tile_counts, "# BAD")
 
     def int_not_tuple():
@@ -357,7 +358,7 @@ def test_mod_alloc_tile_counts_must_be_positive():
                    buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=2))
     with pytest.raises(KernelError, match=r"expected a tuple of positive integer tile counts, "
                        r"found 2") as info:
-        ncs.simulate(int_not_tuple, timing=False)
+        ncs.simulate(int_not_tuple, timing=False, config=AS_WRITTEN)
     assert info.value.loc == line(int_not_tuple, "# BAD")
 
 
@@ -399,7 +400,7 @@ def test_psum_block_tensor_over_its_banks_spills_to_sbuf():
     out = np.zeros((512, 4), F32)
     with pytest.warns(SpillWarning, match=line(scores_then_max, "# SCORES")
                       + r": PSUM over-subscribed: tiles live at once need up to 32768 bytes"):
-        res = ncs.simulate(scores_then_max, q, k, out)
+        res = ncs.simulate(scores_then_max, q, k, out, config=AS_WRITTEN)
     want = (q.T @ k).reshape(512, 4, 512).max(axis=2)
     np.testing.assert_allclose(out, want, rtol=1e-5)
     ev = res.events
@@ -436,7 +437,7 @@ def test_spills_exactly_when_live_tiles_exceed_sbuf(order):
     out = np.zeros((128, TILE_COLS), F32)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = ncs.simulate(make_sum_kernel(tuple(order)), a, out)
+        res = ncs.simulate(make_sum_kernel(tuple(order)), a, out, config=AS_WRITTEN)
     np.testing.assert_allclose(out, a.reshape(n, 128, TILE_COLS).sum(axis=0), rtol=1e-5,
                                atol=1e-5)
     # at the first add every loaded tile is live, and so is its result: n + 1 tiles
@@ -467,7 +468,7 @@ def test_the_cheaper_victim_per_byte_is_evicted():
     a = np.random.default_rng(4).standard_normal((384, COLS)).astype(F32)
     out = np.zeros((256, COLS), F32)
     with pytest.warns(SpillWarning):
-        res = ncs.simulate(victim_choice, a, out)
+        res = ncs.simulate(victim_choice, a, out, config=AS_WRITTEN)
     np.testing.assert_allclose(out[:128], 2 * a[:128] + 2 * a[128:256], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(out[128:], 3 * a[256:], rtol=1e-5)
     sbuf = res.summary()["memory"]["sbuf"]
@@ -491,7 +492,7 @@ def test_tiles_loaded_from_a_written_tensor_are_saved():
     want = a.reshape(N, 128, COLS).sum(axis=0)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = ncs.simulate(loaded_sum_overwriting_input, a, out)
+        res = ncs.simulate(loaded_sum_overwriting_input, a, out, config=AS_WRITTEN)
     assert any(issubclass(w.category, SpillWarning) for w in caught)
     np.testing.assert_allclose(out, want, rtol=1e-5)
     assert res.summary()["memory"]["sbuf"]["spill_save_bytes"] > 0

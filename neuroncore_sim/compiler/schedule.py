@@ -41,11 +41,9 @@ from dataclasses import dataclass
 from ..errors import SpillWarning
 from .capacity import BufferPlan, BufferRing
 from .deps import Deps
-from .hoist import loop_invariant, read_first_results
-from ..config import NeuronCoreConfig
-from ..program.ir import DMA_OPCODES, Access, Engine, Instruction, MemSpace, Opcode, Program
-from .placement import InstancePlan, NewIds, plan_instance, spill_warnings
-from .psum_zeros import folded_psum_zeros
+from .hoist import read_first_results
+from .placement import InstancePlan
+from ..program.ir import DMA_OPCODES, Access, Engine, Instruction, MemSpace, Opcode
 from .tiles import BLOCK_SHIFT, access_keys, block_elems, tile_cols
 
 _TID_MASK = (1 << BLOCK_SHIFT) - 1
@@ -100,36 +98,11 @@ def queue_name(ins: Instruction) -> str:
     return DMA_QUEUE if ins.opcode in DMA_OPCODES else ins.engine.value
 
 
-def build_schedule(program: Program, config: NeuronCoreConfig) -> Schedule:
-    """Queues, dependency edges and buffer rings of every instance of ``program``.
-
-    Raises:
-        CapacityError: one instruction's own tiles exceed SBUF or PSUM (anything else that
-            does not fit is spilled, :mod:`.placement`).
-    """
-    by_instance: dict[int, list[Instruction]] = {}
-    for ins in program.instructions:
-        by_instance.setdefault(ins.instance, []).append(ins)
-    ids = NewIds.after(program)
-    plans: list[InstancePlan] = []
-    instances = tuple(_schedule_instance(k, by_instance[k], config, ids, plans)
-                      for k in sorted(by_instance))
-    return Schedule(instances, tuple(spill_warnings(plans)))
-
-
-def _schedule_instance(instance: int, instrs: list[Instruction], config: NeuronCoreConfig,
-                       ids: NewIds, plans: list[InstancePlan]) -> InstanceSchedule:
-    folded = folded_psum_zeros(instrs)  # PSUM zeros the compiler folds into matmuls
-    if folded:
-        instrs = [ins for ins in instrs if ins.id not in folded]
-    # Loop-invariant repeats, found on the Program's own instructions: a spill reload inserted
-    # below restores a tile's values, it does not change them, so it must not undo a hoist.
-    hoisted = loop_invariant(instrs)
-    if hoisted:  # the compiler computes them once: their repeats read nothing, so they keep
-        # no source tile live (nor make one reloaded) and wait for no source's producer
-        instrs = [_without_sources(ins) if ins.id in hoisted else ins for ins in instrs]
-    ip = plan_instance(instrs, config, ids)  # rings; placement and spills where they do not fit
-    plans.append(ip)
+def instance_streams(instance: int, ip: InstancePlan, hoisted: dict[int, int]
+                     ) -> InstanceSchedule:
+    """The engine streams of one instance and the semaphore edges between them: each
+    instruction in its engine's queue in stream order, edges from the read/write hazards of
+    its accesses and of the ring slots the memory plan ``ip`` gave its tiles."""
     instrs, plan = ip.instrs, ip.plan
     # (the rings' first uses are indices into the stream the plan was made on, without the
     # SBUF spill copies; the ids are the same in both)
@@ -142,12 +115,6 @@ def _schedule_instance(instance: int, instrs: list[Instruction], config: NeuronC
         read_first_results(deps, ls_deps, hoisted, RAW)
     return InstanceSchedule(instance, tuple(instrs), {k: tuple(v) for k, v in queues.items()},
                             deps, ls_deps, frozenset(ls_skip), plan.rings, frozenset(hoisted))
-
-
-def _without_sources(ins: Instruction) -> Instruction:
-    """``ins`` reading nothing: a loop-invariant repeat whose result is the first one's."""
-    return Instruction(ins.id, ins.opcode, ins.engine, ins.dsts, {}, ins.attrs, ins.loc,
-                       ins.mask, ins.instance, ins.loops)
 
 
 # --- buffer rings ---------------------------------------------------------------------------------

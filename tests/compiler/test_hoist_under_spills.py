@@ -1,4 +1,4 @@
-"""A loop-invariant repeat (timing/hoist.py) under SBUF pressure: the compiler computes it once,
+"""A loop-invariant repeat (compiler/hoist.py) under SBUF pressure: the compiler computes it once,
 before it allocates and spills, so the repeats read nothing. A tile read only by the invariant
 instruction is then dead after its first use: it is never spilled and reloaded to feed a repeat,
 and a spill reload of a tile the invariant instruction reads (it restores the same values) does

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from programs import Builder, acc
 
-from neuroncore_sim.timing.psum_zeros import folded_psum_zeros
+from neuroncore_sim.compiler.psum_zeros import folded_psum_zeros
 
 ALL = slice(None)
 

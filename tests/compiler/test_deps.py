@@ -1,12 +1,12 @@
-"""The packed dependency edges of a schedule (timing/deps.py) read as the mapping they replace:
+"""The packed dependency edges of a schedule (compiler/deps.py) read as the mapping they replace:
 instruction id -> ((producer id, kind), ...)."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 
-from neuroncore_sim.timing.deps import KIND_BITS, KIND_MASK, Deps
-from neuroncore_sim.timing.schedule import RAW, WAR, WAW
+from neuroncore_sim.compiler.deps import KIND_BITS, KIND_MASK, Deps
+from neuroncore_sim.compiler.schedule import RAW, WAR, WAW
 
 _found = st.dictionaries(st.integers(0, 1 << 40), st.sampled_from((RAW, WAW, WAR)),
                          min_size=1, max_size=40)

@@ -1,0 +1,101 @@
+"""The compile stage's pass pipeline: from the Program as the kernel wrote it to the engine
+streams the hardware runs.
+
+Per SPMD instance, in this order (each pass one module; the switch is its field of
+:class:`~neuroncore_sim.config.CompileOptions`, ``config.compiler``):
+
+==========================  ======================  =============================================
+pass                        switch                  module
+==========================  ======================  =============================================
+DMA descriptors at run time ``dge``                  :mod:`.dma_descriptors`
+fp32 matmuls run as bf16    ``auto_cast``           :mod:`.auto_cast`
+fold PSUM zero memsets      ``fold_psum_zeros``     :mod:`.psum_zeros`
+loop-invariant repeats      ``hoist_invariants``    :mod:`.hoist`
+VectorE or ScalarE          ``balance_engines``     :mod:`.engine_choice`
+interleave iterations       ``reorder``             :mod:`.reorder`
+memory: rings, placement,   (always: a kernel must  :mod:`.capacity`, :mod:`.spill`,
+spills                      fit)                    :mod:`.placement`
+engine streams, semaphores  (always)                :mod:`.schedule`
+==========================  ======================  =============================================
+
+A pass that is switched off leaves the instructions as they came: with every switch off, the
+streams are the kernel's instructions in program order on the engines the front end chose.
+"""
+
+from __future__ import annotations
+
+from ..config import NeuronCoreConfig
+from ..program.ir import Instruction, Program
+from .auto_cast import mark_auto_cast
+from .dma_descriptors import mark_dge
+from .engine_choice import choose_engines
+from .hoist import loop_invariant, without_sources
+from .placement import InstancePlan, NewIds, plan_instance, spill_warnings
+from .psum_zeros import folded_psum_zeros
+from .reorder import reorder
+from .schedule import InstanceSchedule, Schedule, instance_streams
+
+
+#: How many more spilled bytes (relative) an interleaved schedule may cost than the kernel's
+#: order and still be taken (assumption: kernels that spill either way spill about as much).
+SPILL_TOLERANCE = 0.05
+
+
+def compile_program(program: Program, config: NeuronCoreConfig) -> Schedule:
+    """The compiled streams of every instance of ``program``, under ``config.compiler``.
+
+    Raises:
+        CapacityError: one instruction's own tiles exceed SBUF or PSUM (anything else that
+            does not fit is spilled, :mod:`.placement`).
+    """
+    by_instance: dict[int, list[Instruction]] = {}
+    for ins in program.instructions:
+        by_instance.setdefault(ins.instance, []).append(ins)
+    ids = NewIds.after(program)
+    plans: list[InstancePlan] = []
+    instances = tuple(compile_instance(k, by_instance[k], config, ids, plans,
+                                       program.keeps_order)
+                      for k in sorted(by_instance))
+    return Schedule(instances, tuple(spill_warnings(plans)))
+
+
+def compile_instance(instance: int, instrs: list[Instruction], config: NeuronCoreConfig,
+                     ids: NewIds, plans: list[InstancePlan], keeps_order: bool = False
+                     ) -> InstanceSchedule:
+    """One instance through the passes (its memory plan is appended to ``plans``);
+    ``keeps_order``: the kernel asked for its own order (``ncc.no_reorder``)."""
+    options = config.compiler
+    instrs = mark_dge(instrs, options)  # (indirect DMAs whatever the option)
+    instrs = mark_auto_cast(instrs, options)
+    if options.fold_psum_zeros:
+        folded = folded_psum_zeros(instrs)  # PSUM zeros the compiler folds into matmuls
+        if folded:
+            instrs = [ins for ins in instrs if ins.id not in folded]
+    # Loop-invariant repeats, found on the Program's own instructions: a spill reload inserted
+    # below restores a tile's values, it does not change them, so it must not undo a hoist.
+    hoisted = loop_invariant(instrs) if options.hoist_invariants else {}
+    if hoisted:  # the compiler computes them once: their repeats read nothing, so they keep
+        # no source tile live (nor make one reloaded) and wait for no source's producer
+        instrs = [without_sources(ins) if ins.id in hoisted else ins for ins in instrs]
+    if options.balance_engines:
+        instrs = choose_engines(instrs, config, skip=hoisted)
+    ip = plan_instance(instrs, config, ids)  # rings; placement and spills where they do not fit
+    if options.reorder and not keeps_order:
+        # The scheduler interleaves iterations unless that moves more bytes to spill memory
+        # than the kernel's own order does, beyond SPILL_TOLERANCE (the compiler weighs its
+        # schedule against memory; assumption, docs/model.md)
+        mark = (ids.instruction, ids.tensor)
+        interleaved = plan_instance(reorder(instrs, config, free=hoisted), config, ids)
+        if _spilled(interleaved) <= _spilled(ip) * (1 + SPILL_TOLERANCE):
+            ip = interleaved
+        else:
+            ids.instruction, ids.tensor = mark
+            ip = plan_instance(instrs, config, ids)
+    plans.append(ip)
+    return instance_streams(instance, ip, hoisted)
+
+
+def _spilled(ip: InstancePlan) -> int:
+    """Bytes a memory plan moves to and from spill space (SBUF and PSUM)."""
+    return sum(sp.save_bytes + sp.reload_bytes for sp in (ip.plan.spill, ip.psum)
+               if sp is not None)

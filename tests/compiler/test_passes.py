@@ -1,0 +1,237 @@
+"""Each pass of the compile stage on a small kernel: its instruction listing with the pass off
+and on (what the pass changes, and nothing else), and its switch in ``config.compiler``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import neuroncore_sim as ncs
+import neuroncore_sim.nki as nki
+import neuroncore_sim.nki.isa as nisa
+import neuroncore_sim.nki.language as nl
+import neuroncore_sim.nki.typing as nt
+from neuroncore_sim.compiler.passes import compile_program
+from neuroncore_sim.config import TRN1, override
+from neuroncore_sim.errors import ConfigError
+
+
+def options(**opts) -> object:
+    return override(TRN1, {"compiler": opts}, "tests")
+
+
+def listing(program, config) -> list[tuple[str, str, str]]:
+    """(queue, opcode, the marks the passes add) of every instruction the hardware runs, in
+    stream order; hoisted repeats are listed as 'hoisted'."""
+    inst = compile_program(program, config).instances[0]
+    by_id = {ins.id: ins for ins in inst.instructions}
+    rows = []
+    for queue, ids in sorted(inst.queues.items()):
+        for i in ids:
+            ins = by_id[i]
+            marks = ",".join(k for k in ("dge", "auto_cast") if ins.attrs.get(k))
+            rows.append((queue, ins.opcode.value, "hoisted" if i in inst.hoisted else marks))
+    return rows
+
+
+def program_of(kernel, *args):
+    return ncs.simulate(kernel, *args, functional=False).program
+
+
+@nki.jit
+def scale_rows(x):
+    """load, multiply, store: one DMA of a kernel input, one of its output."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.store(out, value=nl.multiply(t, 2.0))
+    return out
+
+
+def test_dge_marks_the_dmas_of_kernel_inputs_and_outputs():
+    prog = program_of(scale_rows, nt.tensor[[128, 512], nl.float32])
+    assert listing(prog, options(dge=False, balance_engines=False)) == [
+        ("dma", "dma_copy", ""), ("dma", "dma_copy", ""), ("vector", "tensor_scalar", "")]
+    assert listing(prog, options(dge=True, balance_engines=False)) == [
+        ("dma", "dma_copy", "dge"), ("dma", "dma_copy", "dge"), ("vector", "tensor_scalar", "")]
+
+
+def test_dge_generation_delays_the_transfers_by_its_elements():
+    """[128, 512] fp32: 128 buffers of 2 KiB = 8 elements of 256 B each, 1024 elements at
+    dge_ns_per_element before the load's transfers may start."""
+    x = nt.tensor[[128, 512], nl.float32]
+    off = ncs.simulate(scale_rows, x, functional=False, config=options(dge=False))
+    on = ncs.simulate(scale_rows, x, functional=False, config=options(dge=True))
+    first = lambda res: res.events[res.events.engine.str.startswith("dma")].start_ns.min()  # noqa: E731
+    gen = 128 * (2048 // TRN1.dge_element_bytes) * TRN1.dge_ns_per_element
+    assert first(on) - first(off) == pytest.approx(gen - TRN1.dma_fixed_latency_ns
+                                                   if gen > TRN1.dma_fixed_latency_ns else 0.0)
+    assert on.latency_ns > off.latency_ns
+
+
+@nki.jit
+def fp32_matmul(a, b):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    ps = nisa.nc_matmul(nl.load(a), nl.load(b))
+    nl.store(out, value=nl.copy(ps))
+    return out
+
+
+def test_auto_cast_runs_fp32_matmuls_as_bf16():
+    args = nt.tensor[[128, 128], nl.float32], nt.tensor[[128, 512], nl.float32]
+    prog = program_of(fp32_matmul, *args)
+    assert ("tensor", "nc_matmul", "auto_cast") in listing(prog, options(auto_cast="matmult"))
+    assert ("tensor", "nc_matmul", "") in listing(prog, options(auto_cast="none"))
+    busy = {mode: ncs.simulate(fp32_matmul, *args, functional=False,
+                               config=options(auto_cast=mode)).summary()["busy_ns"]["tensor"]
+            for mode in ("none", "matmult", "all")}
+    assert busy["none"] == pytest.approx(4 * busy["matmult"])
+    assert busy["all"] == busy["matmult"]
+
+
+@nki.jit
+def zero_then_accumulate(a, b):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+    for k in nl.affine_range(2):
+        acc += nisa.nc_matmul(nl.load(a[k * 128:(k + 1) * 128, :]),
+                              nl.load(b[k * 128:(k + 1) * 128, :]))
+    nl.store(out, value=nl.copy(acc))
+    return out
+
+
+def test_fold_psum_zeros_drops_the_memset_the_matmuls_start():
+    prog = program_of(zero_then_accumulate, nt.tensor[[256, 128], nl.bfloat16],
+                      nt.tensor[[256, 512], nl.bfloat16])
+    on, off = listing(prog, options()), listing(prog, options(fold_psum_zeros=False))
+    assert ("vector", "memset", "") in off
+    assert [r for r in off if r != ("vector", "memset", "")] == on
+
+
+@nki.jit
+def negate_in_loop(x, bias):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    b = nl.load(bias)
+    for i in nl.affine_range(4):
+        t = nl.load(x[i * 128:(i + 1) * 128, :])
+        nb = nl.negative(b)  # the same every iteration: computed once
+        nl.store(out[i * 128:(i + 1) * 128, :], value=nl.add(t, nb))
+    return out
+
+
+def test_hoist_invariants_computes_a_repeat_once():
+    prog = program_of(negate_in_loop, nt.tensor[[512, 64], nl.float32],
+                      nt.tensor[[128, 64], nl.float32])
+    on = listing(prog, options(balance_engines=False, reorder=False))
+    off = listing(prog, options(balance_engines=False, reorder=False, hoist_invariants=False))
+    assert sum(r == ("vector", "tensor_scalar", "hoisted") for r in on) == 3
+    assert sum(r == ("vector", "tensor_scalar", "") for r in off) == 4
+    assert [r[:2] for r in on] == [r[:2] for r in off]  # same streams, the repeats marked
+
+
+def test_every_switch_off_gives_the_kernel_as_written():
+    """No DGE, no cast, no folding, no hoisting: one instruction per recorded instruction, in
+    program order per queue, unmarked."""
+    prog = program_of(zero_then_accumulate, nt.tensor[[256, 128], nl.float32],
+                      nt.tensor[[256, 512], nl.float32])
+    plain = options(dge=False, auto_cast="none", fold_psum_zeros=False, hoist_invariants=False,
+                    balance_engines=False, reorder=False)
+    rows = listing(prog, plain)
+    assert len(rows) == len(prog.instructions) and all(m == "" for *_, m in rows)
+    inst = compile_program(prog, plain).instances[0]
+    assert [ins.id for ins in inst.instructions] == [ins.id for ins in prog.instructions]
+
+
+def test_toolchain_sets_its_release_defaults_and_refuses_unknown_options():
+    assert options(toolchain="2.20").compiler.dge is True
+    assert options(toolchain="2.20", dge=False).compiler.dge is False
+    assert options(toolchain="2.27").compiler.auto_cast == "none"
+    with pytest.raises(ConfigError, match="unknown compile option"):
+        options(vectorise=True)
+    with pytest.raises(ConfigError, match="'toolchain' must be one of 2.20, 2.26, 2.27"):
+        options(toolchain="2.15")
+
+
+@nki.jit
+def vector_heavy(x, y):
+    """Per tile: two fp32 tensor_tensor (VectorE only, 2N each) and two scalings the compiler
+    may put on either engine."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(x.shape[0] // 128):
+        a, b = nl.load(x[i * 128:(i + 1) * 128, :]), nl.load(y[i * 128:(i + 1) * 128, :])
+        s = nl.multiply(nl.add(a, b), 0.5)
+        t = nl.add(nl.multiply(s, b), 1.0)
+        nl.store(out[i * 128:(i + 1) * 128, :], value=t)
+    return out
+
+
+def test_balance_engines_moves_picked_scalings_to_scalare():
+    args = nt.tensor[[512, 512], nl.float32], nt.tensor[[512, 512], nl.float32]
+    prog = program_of(vector_heavy, *args)
+    off = listing(prog, options(balance_engines=False))
+    on = listing(prog, options())
+    assert ("scalar", "tensor_scalar", "") not in off
+    assert sum(r == ("vector", "tensor_tensor", "") for r in on) == 8  # never moved
+    assert sum(r[1] == "tensor_scalar" for r in on) == 8
+    assert sum(r == ("scalar", "tensor_scalar", "") for r in on) == 8  # VectorE has 2 x 2N
+    fast = ncs.simulate(vector_heavy, *args, functional=False, config=options())
+    slow = ncs.simulate(vector_heavy, *args, functional=False,
+                        config=options(balance_engines=False))
+    assert fast.summary()["busy_ns"]["vector"] < slow.summary()["busy_ns"]["vector"]
+
+
+def test_an_engine_the_kernel_names_is_kept():
+    @nki.jit
+    def named(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        u = nisa.tensor_tensor(t, t, op=nl.multiply)
+        nl.store(out, value=nisa.tensor_scalar(u, np.multiply, 2.0, engine=nisa.vector_engine))
+        return out
+    prog = program_of(named, nt.tensor[[128, 512], nl.float32])
+    assert ("vector", "tensor_scalar", "") in listing(prog, options())
+
+
+def ping_pong_kernel():
+    """A fresh kernel (ncc.no_reorder marks the function it decorates)."""
+    @nki.jit
+    def ping_pong(x):
+        """Per iteration a chain VectorE -> ScalarE -> VectorE: in program order each engine
+        waits for the other; interleaved, one iteration's VectorE work overlaps another's
+        ScalarE work."""
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        for i in nl.affine_range(x.shape[0] // 128):
+            t = nl.load(x[i * 128:(i + 1) * 128, :])
+            u = nisa.tensor_tensor(t, t, op=nl.multiply)
+            v = nisa.activation(op=nl.exp, data=u)
+            nl.store(out[i * 128:(i + 1) * 128, :], value=nisa.tensor_tensor(v, t, op=nl.add))
+        return out
+    return ping_pong
+
+
+ping_pong = ping_pong_kernel()
+
+
+def test_reorder_interleaves_iterations_and_keeps_each_iterations_order():
+    x = nt.tensor[[8 * 128, 512], nl.float32]
+    prog = program_of(ping_pong, x)
+    kept = compile_program(prog, options(reorder=False)).instances[0]
+    moved = compile_program(prog, options()).instances[0]
+    assert sorted(ins.id for ins in moved.instructions) == [ins.id for ins in kept.instructions]
+    vec_kept, vec_moved = kept.queues["vector"], moved.queues["vector"]
+    assert vec_moved != vec_kept  # a later iteration's first multiply goes before an add
+    loops = {ins.id: ins.loops for ins in prog.instructions}
+    for it in {loops[i] for i in vec_kept}:  # within one iteration: program order
+        mine = [i for i in vec_moved if loops[i] == it]
+        assert mine == sorted(mine)
+    fast = ncs.simulate(ping_pong, x, functional=False, config=options())
+    slow = ncs.simulate(ping_pong, x, functional=False, config=options(reorder=False))
+    assert fast.latency_ns < 0.9 * slow.latency_ns
+
+
+def test_no_reorder_keeps_the_kernels_order():
+    from neuroncore_sim.nki import compiler as ncc
+    kept_kernel = ncc.no_reorder(ping_pong_kernel())
+    prog = program_of(kept_kernel, nt.tensor[[8 * 128, 512], nl.float32])
+    assert prog.keeps_order
+    inst = compile_program(prog, options()).instances[0]
+    assert list(inst.queues["vector"]) == sorted(inst.queues["vector"])
