@@ -92,16 +92,37 @@ def _probe(scheduler: str, timeout_s: float) -> None:
     thread.start()
     thread.join(timeout_s + 1.0)
     reply, error = box.get("reply"), box.get("error")
-    if thread.is_alive() or isinstance(error, (asyncio.TimeoutError, TimeoutError)):
-        raise SweepError(f"cannot reach the Dask scheduler at {scheduler}: no answer within "
-                         f"{timeout_s:g} s (connect_timeout / --connect-timeout)")
-    if isinstance(error, MemoryError) or (error is None and not _is_scheduler(reply)):
+    silent = thread.is_alive() or isinstance(error, (asyncio.TimeoutError, TimeoutError))
+    if isinstance(error, MemoryError) or (error is None and not _is_scheduler(reply)) or (
+            silent and _speaks_http(scheduler)):
         raise SweepError(f"cannot use {scheduler}: it answered, but not as a Dask scheduler "
                          "(the dashboard's HTTP port, or another service?); expected the "
                          "scheduler's address, e.g. tcp://HOST:8786")
+    if silent:
+        raise SweepError(f"cannot reach the Dask scheduler at {scheduler}: no answer within "
+                         f"{timeout_s:g} s (connect_timeout / --connect-timeout)")
     if error is not None:
         raise SweepError(f"cannot reach the Dask scheduler at {scheduler}: "
                          f"{type(error).__name__}: {error}")
+
+
+def _speaks_http(scheduler: str) -> bool:
+    """Whether a TCP address that gave Dask no answer answers an HTTP request (a web server,
+    such as the dashboard, waits for a request line that Dask's handshake never sends)."""
+    import socket
+
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        protocol, location = parse_address(scheduler)
+        if protocol != "tcp":
+            return False
+        host, port = parse_host_port(location)
+        with socket.create_connection((host, port), timeout=1.0) as conn:
+            conn.sendall(b"HEAD / HTTP/1.0\r\n\r\n")
+            return conn.recv(5) == b"HTTP/"
+    except (OSError, ValueError):
+        return False
 
 
 def _is_scheduler(reply: Any) -> bool:

@@ -25,9 +25,10 @@ from .faults import REPO, kernel_file
 pytest.importorskip("distributed")
 
 
-def _server(answer: bytes | None) -> Iterator[str]:
+def _server(answer: bytes | None, request_end: bytes = b"") -> Iterator[str]:
     """A TCP server on 127.0.0.1 that accepts every connection, then answers ``answer`` to
-    whatever it is sent (None: never answers); its address."""
+    whatever it is sent (None: never answers), or once it received ``request_end`` (an HTTP
+    server waits for the blank line that ends a request); its address."""
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
     srv.listen(8)
@@ -42,9 +43,21 @@ def _server(answer: bytes | None) -> Iterator[str]:
             except OSError:
                 continue
             held.append(conn)
-            if answer is not None:
-                conn.recv(65536)
-                conn.sendall(answer)
+            threading.Thread(target=reply, args=(conn,), daemon=True).start()
+
+    def reply(conn: socket.socket) -> None:
+        if answer is None:
+            return
+        got = b""
+        try:
+            while request_end not in got or not got:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                got += chunk
+            conn.sendall(answer)
+        except OSError:
+            return
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
@@ -65,6 +78,13 @@ def silent() -> Iterator[str]:
 def http() -> Iterator[str]:
     yield from _server(b"HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\n"
                        b"Content-Length: 9\r\n\r\nnot found")
+
+
+@pytest.fixture
+def web_server() -> Iterator[str]:
+    """Like the dashboard's: answers only a whole HTTP request, so Dask's handshake hangs."""
+    yield from _server(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
+                       request_end=b"\r\n\r\n")
 
 
 @pytest.fixture
@@ -90,6 +110,13 @@ def test_a_server_that_never_answers_fails_within_the_timeout(k, silent) -> None
 def test_an_http_server_is_not_a_scheduler(k, http) -> None:
     with pytest.raises(SweepError, match="not as a Dask scheduler"):
         _sweep(k, http, connect_timeout=5)
+
+
+def test_a_web_server_that_waits_for_a_request_is_not_a_scheduler(k, web_server) -> None:
+    start = time.monotonic()
+    with pytest.raises(SweepError, match="not as a Dask scheduler"):
+        _sweep(k, web_server, connect_timeout=1)
+    assert time.monotonic() - start < 4
 
 
 def test_a_closed_port_cannot_be_reached(k) -> None:
@@ -118,20 +145,25 @@ def test_a_bad_connect_timeout_is_refused(k, value) -> None:
         sweep(str(k), {"cols": [16]}, workers=1, connect_timeout=value)
 
 
-def test_the_command_line_says_it_in_one_line(k, silent, http) -> None:
-    for address, message in ((silent, "no answer within 1 s"),
-                             (http, "not as a Dask scheduler"),
-                             ("tcp://127.0.0.1:notaport", "Dask scheduler address")):
-        done = subprocess.run([sys.executable, "-m", "neuroncore_sim", "sweep", str(k),
-                               "--param", "cols=16", "--executor", "dask", "--scheduler",
-                               address, "--connect-timeout", "1", "--no-progress"],
-                              capture_output=True, text=True, timeout=60,
-                              env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
-        assert done.returncode == 1, done.stderr
-        lines = done.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], \
-            done.stderr
-    bad = subprocess.run([sys.executable, "-m", "neuroncore_sim", "sweep", str(k), "--param",
-                          "cols=16", "--connect-timeout", "0"], capture_output=True, text=True,
-                         timeout=60, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "neuroncore_sim", "sweep", *args],
+                          capture_output=True, text=True, timeout=60,
+                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+
+
+@pytest.mark.parametrize("server,message", [("silent", "no answer within 1 s"),
+                                            ("http", "not as a Dask scheduler"),
+                                            (None, "Dask scheduler address")])
+def test_the_command_line_says_it_in_one_line(k, request, server, message) -> None:
+    address = request.getfixturevalue(server) if server else "tcp://127.0.0.1:notaport"
+    done = _cli(str(k), "--param", "cols=16", "--executor", "dask", "--scheduler", address,
+                "--connect-timeout", "1", "--no-progress")
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], \
+        done.stderr
+
+
+def test_a_bad_connect_timeout_is_a_usage_error(k) -> None:
+    bad = _cli(str(k), "--param", "cols=16", "--connect-timeout", "0")
     assert bad.returncode == 2 and "expected a number of seconds > 0" in bad.stderr
