@@ -260,7 +260,8 @@ def _run(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
     install_device_aliases()  # torch_xla / torch_neuronx stand-ins, where PyTorch has none
     if args.out is not None:  # a launch folder left unwritable fails now, not after the run
         for folder in sorted(args.out.glob("launch*_*")):
-            check_launch_folder(folder)
+            if folder.is_dir():  # (a file of that name is said if a launch needs the name)
+                check_launch_folder(folder)
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [str(script)] + list(args.args)
     sys.path.insert(0, str(script.resolve().parent))  # as `python SCRIPT.py` would
