@@ -35,7 +35,8 @@ from .alias import install_neuronxcc_alias
 from .frameworks.device_alias import install_device_aliases
 from .config import NeuronCoreConfig, load_config, with_compile_options
 from .errors import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ConfigError,
-                     SimulatorError, hide_package_frames, show_full_tracebacks)
+                     SimulatorError, debug_from_environment, filtering_tracebacks,
+                     hide_package_frames, show_full_tracebacks)
 from .sweep.kernel_file import (UsageError, example_inputs, find_kernel, load_kernel_file,
                                 max_abs_error, split_target)
 from .result import SimResult
@@ -142,6 +143,7 @@ def _main(argv: Sequence[str] | None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse exits on --help (0) and on bad usage (2)
         return int(e.code or 0)
+    args.debug = args.debug or debug_from_environment()  # NEURONCORE_SIM_DEBUG=1
     show_full_tracebacks(args.debug)
     if script_args is not None:
         args.args = script_args
@@ -190,6 +192,7 @@ def _main(argv: Sequence[str] | None) -> int:
 def _print_traceback(error: BaseException, debug: bool) -> None:
     """``error`` as Python shows it: with ``debug`` every frame, else the frames outside this
     package (the user's code and the error line)."""
+    debug = debug or not filtering_tracebacks()  # NEURONCORE_SIM_TRACEBACK_FILTERING=off
     tb = error.__traceback__
     if not debug:
         hide_package_frames(error)

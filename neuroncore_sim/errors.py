@@ -219,8 +219,8 @@ def _caller_outside_package() -> tuple[str, int, dict[str, Any] | None]:
 # --- traceback filtering -------------------------------------------------------------------------
 # As JAX does: an exception leaving a public entry point (ncs.simulate, a kernel call, ...) has
 # this package's frames taken out of its traceback, so what a user reads is their own code and
-# the error line. NEURONCORE_SIM_TRACEBACK_FILTERING=off (or --debug on the command line) keeps
-# every frame.
+# the error line. NEURONCORE_SIM_TRACEBACK_FILTERING=off, NEURONCORE_SIM_DEBUG=1 or --debug on
+# the command line keeps every frame.
 
 #: The environment variable that turns the filtering off ("off", "0", "false" or "no").
 TRACEBACK_ENV = "NEURONCORE_SIM_TRACEBACK_FILTERING"
@@ -235,10 +235,20 @@ def show_full_tracebacks(on: bool = True) -> None:
     _full_tracebacks[0] = on
 
 
+#: The environment variable that, set to 1 / true / yes / on, acts as ``--debug`` everywhere.
+DEBUG_ENV = "NEURONCORE_SIM_DEBUG"
+
+
+def debug_from_environment() -> bool:
+    """Whether NEURONCORE_SIM_DEBUG asks for what ``--debug`` does."""
+    return os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def filtering_tracebacks() -> bool:
     """Whether exceptions leaving a public entry point lose this package's frames."""
     setting = os.environ.get(TRACEBACK_ENV, "on").strip().lower()
-    return not _full_tracebacks[0] and setting not in ("off", "0", "false", "no")
+    return not (_full_tracebacks[0] or debug_from_environment()) and \
+        setting not in ("off", "0", "false", "no")
 
 
 def is_package_frame(filename: str) -> bool:

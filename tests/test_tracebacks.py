@@ -19,7 +19,7 @@ import neuroncore_sim as ncs
 import neuroncore_sim.nki as nki
 import neuroncore_sim.nki.language as nl
 from neuroncore_sim import cli
-from neuroncore_sim.errors import TRACEBACK_ENV, ShapeError, is_package_frame
+from neuroncore_sim.errors import DEBUG_ENV, TRACEBACK_ENV, ShapeError, is_package_frame
 
 REPO = Path(__file__).resolve().parents[1]
 KERNEL_FILE = '''
@@ -92,8 +92,10 @@ def test_the_users_own_error_keeps_its_frames_down_to_the_line() -> None:
     assert not any(is_package_frame(f) for f in _files(info.value))
 
 
-def test_filtering_off_keeps_every_frame(monkeypatch) -> None:
-    monkeypatch.setenv(TRACEBACK_ENV, "off")
+@pytest.mark.parametrize("variable,value", [(TRACEBACK_ENV, "off"), (TRACEBACK_ENV, "0"),
+                                            (DEBUG_ENV, "1"), (DEBUG_ENV, "true")])
+def test_filtering_off_keeps_every_frame(monkeypatch, variable, value) -> None:
+    monkeypatch.setenv(variable, value)
     with pytest.raises(ShapeError) as info:
         ncs.simulate(breaks_rule, X)
     assert sum(is_package_frame(f) for f in _files(info.value)) >= 3
@@ -141,6 +143,14 @@ def test_profile_and_run_hide_the_package_frames_unless_debug(kernel_dir, comman
     assert debug.returncode == 1
     assert any("simulate.py" in line or "kernel.py" in line
                for line in _package_lines(debug.stderr)), debug.stderr
+
+
+@pytest.mark.parametrize("variable", [f"{TRACEBACK_ENV}=off", f"{DEBUG_ENV}=1"])
+def test_the_environment_shows_every_frame_under_the_command_line(kernel_dir, variable):
+    name, value = variable.split("=")
+    done = _python("-m", "neuroncore_sim", "profile", "k.py", cwd=kernel_dir, **{name: value})
+    assert done.returncode == 1
+    assert any("simulate.py" in line for line in _package_lines(done.stderr)), done.stderr
 
 
 def test_debug_is_undone_when_main_returns(kernel_dir, capsys) -> None:
