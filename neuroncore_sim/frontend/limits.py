@@ -19,10 +19,12 @@ _RAISE = ("raise the config field max_instructions_per_launch (a TOML config: "
 def check_loop_nest(iterations: int, enclosing: int, limit: int, loc: SourceLoc | None
                     ) -> int:
     """The iterations of the loop nest a loop of ``iterations`` starts (``enclosing``: those
-    of the loops it runs in); InstructionLimitError when they exceed ``limit``."""
+    of the loops it runs in, times the SPMD instances: each is traced); InstructionLimitError
+    when they exceed ``limit``."""
     nest = iterations * enclosing
     if nest > limit:
-        inside = f" inside loops of {enclosing:,} iterations" if enclosing > 1 else ""
+        inside = (f" inside loops (or SPMD instances) of {enclosing:,} iterations"
+                  if enclosing > 1 else "")
         raise InstructionLimitError(
             f"loop of {iterations:,} iterations{inside}: the simulator runs every iteration "
             f"(NKI traces the body once), {nest:,} in all; expected at most "

@@ -215,7 +215,8 @@ class Tracer:
         #: no_reorder): affine loops are not reordered, so carried dependencies are not reported
         self.keeps_order = False
         #: instructions the launch may record, and the iterations of the running loop nest
-        self.max_instructions, self.nest_iterations = config.max_instructions_per_launch, 1
+        self.max_instructions = config.max_instructions_per_launch
+        self.nest_iterations = int(np.prod(self.grid, dtype=np.int64))  # each instance traced
 
     @contextlib.contextmanager
     def active(self) -> Iterator[Tracer]:

@@ -107,7 +107,7 @@ def _line(fn, marker: str) -> int:
     (huge_loop, "# LOOP", True, "loop of 1,000,000,000 iterations"),
     (huge_loop, "# LOOP", False, "loop of 1,000,000,000 iterations"),
     (huge_static, "# STATIC", False,
-     "loop of 100,000,000 iterations inside loops of 4 iterations"),
+     "loop of 100,000,000 iterations inside loops (or SPMD instances) of 4 iterations"),
 ])
 def test_a_loop_too_long_is_refused_at_once_at_its_line(kernel, marker, functional,
                                                          start) -> None:
@@ -121,8 +121,25 @@ def test_a_loop_too_long_is_refused_at_once_at_its_line(kernel, marker, function
 
 def test_a_nest_is_counted_as_a_whole() -> None:
     with pytest.raises(InstructionLimitError, match=r"loop of 100,000 iterations inside loops "
-                                                    r"of 100,000 iterations.*10,000,000,000"):
+                                                    r"\(or SPMD instances\) of 100,000 "
+                                                    r"iterations.*10,000,000,000"):
         ncs.simulate(huge_nest, X, functional=False)
+
+
+@nki.jit
+def per_instance(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(100_000):  # GRID LOOP
+        nl.store(out, value=nl.load(x))
+    return out
+
+
+def test_the_instances_of_a_grid_count_too() -> None:
+    with pytest.raises(InstructionLimitError) as info:
+        ncs.simulate(per_instance, X, grid=(64,), functional=False)
+    assert str(info.value).startswith(f"{HERE}:{_line(per_instance, '# GRID LOOP')}: loop of "
+                                      "100,000 iterations inside loops (or SPMD instances) of "
+                                      "64 iterations")
 
 
 def test_the_instruction_cap_stops_a_launch_naming_the_loop() -> None:
