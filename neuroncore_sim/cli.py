@@ -23,18 +23,20 @@ import sys
 import traceback
 from pathlib import Path
 from types import TracebackType
-from typing import Sequence
+from typing import Any, Sequence
 
 from . import report
 from .report import explorer
-from .report.launch_files import (OutputPlaceError, check_out_dir, launch_folder,
-                                  write_launch_files)
+from .report.progress import log_lines
+from .report.launch_files import (OutputPlaceError, check_launch_folder, check_out_dir,
+                                  launch_folder, write_launch_files)
 from .sweep import cli as sweep_cli
 from .alias import install_neuronxcc_alias
 from .frameworks.device_alias import install_device_aliases
 from .config import NeuronCoreConfig, load_config, with_compile_options
-from .errors import (EXIT_FAILED, EXIT_OK, EXIT_USAGE, ConfigError, SimulatorError,
-                     UnsupportedError)
+from .errors import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ConfigError,
+                     SimulatorError, debug_from_environment, filtering_tracebacks,
+                     hide_package_frames, show_full_tracebacks)
 from .sweep.kernel_file import (UsageError, example_inputs, find_kernel, load_kernel_file,
                                 max_abs_error, split_target)
 from .result import SimResult
@@ -117,6 +119,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     status."""
     try:
         return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C: one line; files under --out are whole sets or absent
+        print("neuroncore-sim: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # stdout was piped to a reader that stopped early (`| head`): not a failure of ours.
         # Point stdout at /dev/null so the interpreter's final flush does not raise again.
@@ -138,6 +143,8 @@ def _main(argv: Sequence[str] | None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse exits on --help (0) and on bad usage (2)
         return int(e.code or 0)
+    args.debug = args.debug or debug_from_environment()  # NEURONCORE_SIM_DEBUG=1
+    show_full_tracebacks(args.debug)
     if script_args is not None:
         args.args = script_args
         _note_run_options_given_to_script(args.script, script_args, run_options)
@@ -149,6 +156,8 @@ def _main(argv: Sequence[str] | None) -> int:
         args.resolved_config = cfg  # (a sweep takes the options too)
         if args.command in ("run", "profile") and args.out is not None:
             check_out_dir(args.out)  # before any work: a bad place fails at once
+            # against the folder the command started in, even if a script changes directory
+            args.out_shown, args.out = args.out, Path(os.path.abspath(args.out))
     except (ConfigError, OutputPlaceError) as e:  # usage errors
         print(f"neuroncore-sim: error: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -166,11 +175,40 @@ def _main(argv: Sequence[str] | None) -> int:
             traceback.print_exc()
         print(f"error: {e}", file=sys.stderr)
         return EXIT_FAILED
+    except BrokenPipeError:  # main() handles it: stdout's reader stopped early
+        raise
+    except Exception as e:  # the kernel's own code failed (or a bug of ours): its frames only
+        _print_traceback(e, args.debug)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        if args.debug:
+            traceback.print_exc()
+        print("neuroncore-sim: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        show_full_tracebacks(False)
 
 
-def _progress(args: argparse.Namespace) -> bool:
-    """Progress bars on unless --no-progress or stderr is not a terminal (logs, pipes)."""
-    return not args.no_progress and sys.stderr.isatty()
+def _print_traceback(error: BaseException, debug: bool) -> None:
+    """``error`` as Python shows it: with ``debug`` every frame, else the frames outside this
+    package (the user's code and the error line)."""
+    debug = debug or not filtering_tracebacks()  # NEURONCORE_SIM_TRACEBACK_FILTERING=off
+    tb = error.__traceback__
+    if not debug:
+        hide_package_frames(error)
+        tb = error.__traceback__
+    traceback.print_exception(type(error), error, tb)
+    if tb is None and not debug:  # nothing of the user's raised it
+        print("neuroncore-sim: this is an internal error of neuroncore_sim; --debug shows "
+              "where it was raised", file=sys.stderr)
+
+
+def _progress(args: argparse.Namespace) -> Any:
+    """Progress bars on a terminal, a line now and then on a log or pipe (a launch running
+    long), nothing with --no-progress."""
+    if args.no_progress:
+        return False
+    return True if sys.stderr.isatty() else log_lines
 
 
 # --- run -----------------------------------------------------------------------------------------
@@ -223,6 +261,10 @@ def _run(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
         raise UsageError(f"script not found: {script}")
     install_neuronxcc_alias()
     install_device_aliases()  # torch_xla / torch_neuronx stand-ins, where PyTorch has none
+    if args.out is not None:  # a launch folder left unwritable fails now, not after the run
+        for folder in sorted(args.out.glob("launch*_*")):
+            if folder.is_dir():  # (a file of that name is said if a launch needs the name)
+                check_launch_folder(folder)
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [str(script)] + list(args.args)
     sys.path.insert(0, str(script.resolve().parent))  # as `python SCRIPT.py` would
@@ -233,8 +275,11 @@ def _run(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
     launches = session.results
+    if args.out is not None:  # every launch's folder checked before the first is written
+        for n, res in enumerate(launches, 1):
+            check_launch_folder(launch_folder(args.out, n, res.program.name))
     for n, res in enumerate(launches, 1):
-        _report(res, n, args.out, trace_max_events=args.trace_max_events)
+        _report(res, n, args, trace_max_events=args.trace_max_events)
     if len(launches) > 1:  # where the device time of the whole run went, per kernel and layer
         print("== all launches (estimated device time per launch, kernel and layer)")
         print(session.table())
@@ -273,8 +318,9 @@ def _script_ending(script: Path, ending: BaseException | None, launches: int,
     if ending is not None:  # a bug in the script: show it as Python would
         print(f"neuroncore-sim: {script.name} raised {type(ending).__name__} {done}; "
               "its traceback:", file=sys.stderr)
-        traceback.print_exception(type(ending), ending,
-                                  ending.__traceback__ if debug else _from_script(ending, script))
+        if not debug:
+            ending.__traceback__ = _from_script(ending, script)
+        _print_traceback(ending, debug)
         return EXIT_FAILED
     if not launches:
         print(f"no kernel launches recorded: {script.name} ran to its end without launching a "
@@ -300,9 +346,11 @@ def _profile(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
     module = load_kernel_file(file)
     name, kernel = find_kernel(module, kname)
     pos, kw = example_inputs(module, file)
+    if args.out is not None:  # an unwritable launch folder fails before the simulation
+        check_launch_folder(launch_folder(args.out, 1, name))
     res = simulate(kernel, *pos, grid=getattr(module, "GRID", ()), config=cfg,
                    functional=not args.timing_only, progress=_progress(args), **kw)
-    _report(res, 1, args.out, label=name, trace_max_events=args.trace_max_events)
+    _report(res, 1, args, label=name, trace_max_events=args.trace_max_events)
     reference = getattr(module, "reference", None)
     if args.timing_only or not callable(reference) or not res.outputs:
         return EXIT_OK
@@ -313,22 +361,24 @@ def _profile(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
 
 # --- output --------------------------------------------------------------------------------------
 
-def _report(res: SimResult, n: int, out: Path | None, label: str | None = None,
+def _report(res: SimResult, n: int, args: argparse.Namespace, label: str | None = None,
             trace_max_events: int | None = None) -> None:
-    """Print one launch's summary; with ``out``, write its files."""
+    """Print one launch's summary; with ``--out``, write its files (as a set: all or none)."""
     name = label or res.program.name
     print(f"== launch {n}: {name}" + ("" if label else f" ({res.entry})"))
     print(report.summary_text(res), end="")
-    if out is None:
+    if args.out is None:
         return
-    folder = launch_folder(out, n, name)
-    write_launch_files(res, folder, trace_max_events)
+    folder = launch_folder(args.out, n, name)
+    extra = {}
+    if explorer.available():  # Neuron Explorer's tables: optional (pyarrow)
+        extra[EXPLORER_FOLDER + "/"] = lambda tmp: explorer.write_tables(res, tmp)
+    write_launch_files(res, folder, trace_max_events, extra)
     if trace_max_events is not None and len(res.timing.events) > trace_max_events:
         print(f"   trace.json: first {trace_max_events:,} of {len(res.timing.events):,} events "
               "(--trace-max-events)")
-    try:  # Neuron Explorer's tables: optional (pyarrow); the other files stand without them
-        explorer.write_tables(res, folder / EXPLORER_FOLDER)
-    except UnsupportedError as e:
-        print(f"neuroncore-sim: note: {folder}/{EXPLORER_FOLDER}/ not written: {e}",
-              file=sys.stderr)
-    print(f"   wrote {folder}/")
+    shown = launch_folder(args.out_shown, n, name)  # as the user gave --out
+    if not extra:
+        print(f"neuroncore-sim: note: {shown}/{EXPLORER_FOLDER}/ not written: "
+              f"{explorer.MISSING_PYARROW}", file=sys.stderr)
+    print(f"   wrote {shown}/")

@@ -94,6 +94,33 @@ class CompileOptions:
         return tuple(f.name for f in dataclasses.fields(CompileOptions))
 
 
+#: Physical ranges of the fields whose size the simulator allocates or iterates over (a count
+#: of 10**8 DMA engines or 10**12 partitions would hang it or exhaust memory): (low, high, why).
+_RANGES: dict[str, tuple[float, float, str]] = {
+    "num_partitions": (1, 1024, " (a NeuronCore-v2 has 128)"),
+    "sbuf_bytes_per_partition": (1, 4 * 1024 * KIB, " (a NeuronCore-v2 has 192 KiB)"),
+    "psum_bytes_per_partition": (1, 1024 * KIB, " (a NeuronCore-v2 has 16 KiB)"),
+    "psum_num_banks": (1, 64, " (a NeuronCore-v2 has 8)"),
+    "dma_engines": (1, 256, " (a NeuronCore-v2 has 16)"),
+    "loop_tile_buffers": (1, 1024, ""),
+    "gemm_stationary_fmax": (1, 65536, ""),
+    "gemm_moving_fmax": (1, 65536, ""),
+    "psum_fmax": (1, 65536, ""),
+    "bn_stats_fmax": (1, 65536, ""),
+    "vector_transpose_max": (1, 1024, ""),
+    "bn_aggr_group_elements": (1, 65536, ""),
+    **{f"{e}_clock_hz": (1e6, 1e11, " (1 MHz to 100 GHz)")
+       for e in ("tensor", "vector", "scalar", "gpsimd", "sync")},
+    "max_instructions_per_launch": (1, 10**9, ""),
+}
+#: Bounds of the other fields: numbers past them are typing errors, not hardware.
+_MAX_INT, _MAX_FLOAT = 10**12, 1e15
+
+
+def _num(value: float) -> str:
+    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class NeuronCoreConfig:
     """Parameters of one NeuronCore-v2 and of its share of the chip.
@@ -174,6 +201,11 @@ class NeuronCoreConfig:
     # --- what the compiler is asked to do (neuronx-cc's options, the compile stage's passes) --
     compiler: CompileOptions = CompileOptions()
 
+    # --- limits of the simulator (not of the hardware) ------------------------------------------
+    #: instructions one launch may record: past it the kernel stops with a KernelError naming
+    #: the loop (a loop of 10**9 iterations would run for hours and fill memory, ~1.5 KiB each)
+    max_instructions_per_launch: int = 2_000_000
+
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError(f"config field 'name' must be a non-empty string, found {self.name!r}")
@@ -192,6 +224,11 @@ class NeuronCoreConfig:
                   or not math.isfinite(value) or value <= 0):
                 raise ConfigError(
                     f"config field {f.name!r} must be a positive finite number, found {value!r}")
+            low, high, why = _RANGES.get(f.name) or (
+                (1, _MAX_INT, "") if f.type == "int" else (0, _MAX_FLOAT, ""))
+            if not low <= value <= high:
+                raise ConfigError(f"config field {f.name!r} must be in the range {_num(low)} to "
+                                  f"{_num(high)}{why}, found {_num(value)}")
         if self.sbuf_reserved_bytes_per_partition >= self.sbuf_bytes_per_partition:
             raise ConfigError(
                 "sbuf_reserved_bytes_per_partition must be below the SBUF size; expected less "
@@ -228,7 +265,8 @@ class NeuronCoreConfig:
     def fingerprint(self) -> str:
         """A short hash of every hardware field (the name left out): two configs with the same
         fingerprint give the same estimates under one MODEL_VERSION."""
-        fields = {f: getattr(self, f) for f in self.__dataclass_fields__ if f != "name"}
+        fields = {f: getattr(self, f) for f in self.__dataclass_fields__
+                  if f not in ("name", "max_instructions_per_launch")}  # not hardware
         fields["compiler"] = dataclasses.asdict(self.compiler)
         text = json.dumps(fields, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
@@ -311,6 +349,9 @@ TRN1 = NeuronCoreConfig(
     onezero_fp32_speedup=2.0,  # source: [ISA-nc_matmul] onezero hint up to 2x for fp32 operands
     gpsimd_rsqrt_slowdown=4.0,  # source: [SHARED] rsqrt on GpSimd 4x lower throughput
     partition_reduce_cycles_per_element=2.0,  # assumption: GpSimd reads N, then combines N
+    # assumption: a limit of the simulator, not of the hardware: 40x the largest launch of
+    # reports/scaling.md, ~2 minutes and ~3 GiB of tracing and timing at its speeds
+    max_instructions_per_launch=2_000_000,
 )
 
 # Inferentia2 uses the same NeuronCore-v2 and the same HBM figures as Trainium1.

@@ -20,6 +20,11 @@ only (values and estimates are the same without them):
 launch fails; nested blocks (``simulate`` calls ``trace``) leave the outer block's settings as
 they are. The values stage registers a fork hook when its thread pool is first created (a
 forked child gets no copy of a pool whose threads it does not have).
+
+What the process can hold: a functional launch copies its inputs' values; an input larger than
+the memory available (:func:`check_fits`), or a MemoryError while values are computed
+(:func:`values_do_not_fit`), is a :class:`~neuroncore_sim.errors.MemoryLimitError` that names
+the argument and suggests a timing-only run, which needs no values.
 """
 
 from __future__ import annotations
@@ -28,7 +33,11 @@ import contextlib
 import gc
 from typing import Iterator
 
+from .errors import MemoryLimitError
 from .values.fast.gemm_jobs import single_threaded_blas
+
+_TIMING_ONLY = ("a timing-only run needs no values: ncs.simulate(..., functional=False), "
+                "nki.benchmark, or --timing-only on the command line")
 
 
 @contextlib.contextmanager
@@ -44,3 +53,37 @@ def launch_environment(*, blas_single_threaded: bool) -> Iterator[int]:
         if blas_single_threaded:
             threads = stack.enter_context(single_threaded_blas())
         yield threads
+
+
+def available_memory_bytes() -> int | None:
+    """Memory the system can still give this process without swapping (Linux MemAvailable);
+    None where it cannot be read."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def check_fits(name: str, nbytes: int, shape: tuple[int, ...], loc: str | None) -> None:
+    """MemoryLimitError when argument ``name``'s values (``nbytes``) cannot be copied into a
+    functional run: more than the memory available."""
+    available = available_memory_bytes()
+    if available is not None and nbytes > available:
+        raise values_do_not_fit(f"argument {name!r} (shape {list(shape)}, {_gib(nbytes)})",
+                                loc, available)
+
+
+def values_do_not_fit(what: str, loc: str | None, available: int | None = None
+                      ) -> MemoryLimitError:
+    """The error of a functional run whose values (``what``) do not fit in memory."""
+    room = f" ({_gib(available)} available)" if available is not None else ""
+    return MemoryLimitError(f"{what}: the values of a functional run do not fit in this "
+                            f"machine's memory{room}; {_TIMING_ONLY}", loc)
+
+
+def _gib(nbytes: int) -> str:
+    return f"{nbytes / 2**30:,.1f} GiB"

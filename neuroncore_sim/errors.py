@@ -11,17 +11,21 @@ front end), never a line inside this package.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
 import warnings
-from typing import Any, Iterable
+from types import TracebackType
+from typing import Any, Callable, Iterable, TypeVar
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 #: Exit statuses of the command line: success, a failed run or check, a usage error.
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+#: Exit status after Ctrl-C, as shells report a process ended by SIGINT.
+EXIT_INTERRUPTED = 130
 
 
 class SimulatorError(Exception):
@@ -70,6 +74,16 @@ class AccessError(KernelError):
 
 class CapacityError(KernelError):
     """A kernel needs more on-chip memory (SBUF, PSUM) than the NeuronCore has."""
+
+
+class InstructionLimitError(KernelError):
+    """A launch would record more instructions than the config's
+    ``max_instructions_per_launch`` (a loop of 10**9 iterations): a limit of the simulator."""
+
+
+class MemoryLimitError(SimulatorError):
+    """The values of a functional run do not fit in this machine's memory (a timing-only run
+    needs none of them)."""
 
 
 class UnsupportedError(SimulatorError):
@@ -205,3 +219,125 @@ def _caller_outside_package() -> tuple[str, int, dict[str, Any] | None]:
     while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame = frame.f_back
     return frame.f_code.co_filename, frame.f_lineno, frame.f_globals
+
+
+# --- traceback filtering -------------------------------------------------------------------------
+# As JAX does: an exception leaving a public entry point (ncs.simulate, a kernel call, ...) has
+# this package's frames taken out of its traceback, so what a user reads is their own code and
+# the error line. NEURONCORE_SIM_TRACEBACK_FILTERING=off, NEURONCORE_SIM_DEBUG=1 or --debug on
+# the command line keeps every frame.
+
+#: The environment variable that turns the filtering off ("off", "0", "false" or "no").
+TRACEBACK_ENV = "NEURONCORE_SIM_TRACEBACK_FILTERING"
+_NOTE = (f"(neuroncore_sim's own frames are hidden from this traceback; set {TRACEBACK_ENV}=off, "
+         "or give the command line --debug, to see them)")
+_full_tracebacks = [False]
+
+
+def show_full_tracebacks(on: bool = True) -> None:
+    """Keep (True) or hide again (False) this package's frames in tracebacks (the CLI's
+    ``--debug``)."""
+    _full_tracebacks[0] = on
+
+
+#: The environment variable that, set to 1 / true / yes / on, acts as ``--debug`` everywhere.
+DEBUG_ENV = "NEURONCORE_SIM_DEBUG"
+
+
+def debug_from_environment() -> bool:
+    """Whether NEURONCORE_SIM_DEBUG asks for what ``--debug`` does."""
+    return os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def filtering_tracebacks() -> bool:
+    """Whether exceptions leaving a public entry point lose this package's frames."""
+    setting = os.environ.get(TRACEBACK_ENV, "on").strip().lower()
+    return not (_full_tracebacks[0] or debug_from_environment()) and \
+        setting not in ("off", "0", "false", "no")
+
+
+def is_package_frame(filename: str) -> bool:
+    """Whether code of ``filename`` is this package's own."""
+    return os.path.abspath(filename).startswith(_PACKAGE_DIR)
+
+
+def _stdlib_dir() -> str:
+    import sysconfig
+
+    return os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
+
+
+_STDLIB_DIR = _stdlib_dir()
+
+
+def _is_stdlib_frame(filename: str) -> bool:
+    """Code of Python's standard library (not of installed packages, which may be a user's)."""
+    if filename.startswith("<frozen"):
+        return True
+    path = os.path.abspath(filename)
+    return path.startswith(_STDLIB_DIR) and "-packages" + os.sep not in path
+
+
+def user_frames(tb: TracebackType | None) -> TracebackType | None:
+    """``tb`` without the frames of this package, nor those of the standard library it called
+    (contextlib, threading, ...): a new chain; None when none is left."""
+    kept: list[TracebackType] = []
+    inside = False  # whether the last frame that was not a library's was this package's
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if is_package_frame(name):
+            inside = True
+        elif _is_stdlib_frame(name):
+            if not inside:
+                kept.append(tb)
+        else:
+            inside = False
+            kept.append(tb)
+        tb = tb.tb_next
+    chain = None
+    for entry in reversed(kept):
+        chain = TracebackType(chain, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return chain
+
+
+def hide_package_frames(error: BaseException) -> None:
+    """Take this package's frames out of ``error``'s traceback and those of the exceptions it
+    was raised from or during, noting once that they were hidden."""
+    seen: set[int] = set()
+    hidden = False
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        tb = current.__traceback__
+        filtered = user_frames(tb)
+        if _length(filtered) != _length(tb):
+            hidden = True
+            current.__traceback__ = filtered
+        current = current.__cause__ or (None if current.__suppress_context__
+                                        else current.__context__)
+    if hidden and _NOTE not in getattr(error, "__notes__", ()):
+        error.add_note(_NOTE)
+
+
+def _length(tb: TracebackType | None) -> int:
+    n = 0
+    while tb is not None:
+        n, tb = n + 1, tb.tb_next
+    return n
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def public_entry(fn: _F) -> _F:
+    """Decorate a function users call: an exception leaving it (a kernel's error, Ctrl-C) has
+    this package's frames hidden (:func:`hide_package_frames`) unless filtering is off."""
+    @functools.wraps(fn)
+    def entry(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (Exception, KeyboardInterrupt) as e:
+            if filtering_tracebacks():
+                hide_package_frames(e)
+            raise
+    return entry  # type: ignore[return-value]

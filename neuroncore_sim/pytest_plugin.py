@@ -27,6 +27,7 @@ pytest-xdist is refused (each worker would write its own part); comparing works 
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -78,6 +79,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     store = session.config.stash.get(_STORE, None)
     if store is not None and session.config.getoption(UPDATE_OPTION):
         store.write()
+        if store.errors:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -85,6 +88,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if store is not None and store.written:
         for path, count in store.written.items():
             terminalreporter.write_line(f"cycle baselines: {count} written to {path}")
+    for error in store.errors if store is not None else ():
+        terminalreporter.write_line(f"error: {error}", red=True)
 
 
 def _under_xdist(config: pytest.Config) -> bool:
@@ -107,6 +112,7 @@ class _BaselineStore:
         self._files: dict[Path, dict[str, Any]] = {}
         self._updates: dict[Path, dict[str, Any]] = {}
         self.written: dict[Path, int] = {}
+        self.errors: list[str] = []  # files that could not be written, said at the end
 
     def path_for(self, test_file: Path) -> Path:
         return test_file.parent / self.file_name
@@ -127,11 +133,21 @@ class _BaselineStore:
     def write(self) -> None:
         for path, updates in self._updates.items():
             try:
+                check_writable(path)
+            except BaselineFileError as e:
+                self.errors.append(str(e))
+                continue
+            try:
                 entries = read_baselines(path)
             except BaselineFileError:
                 entries = {}  # a broken file is replaced by the entries recorded now
             entries.update(updates)
-            write_atomically(path, json.dumps(dict(sorted(entries.items())), indent=2) + "\n")
+            try:
+                write_atomically(path, json.dumps(dict(sorted(entries.items())), indent=2) + "\n")
+            except OSError as e:
+                self.errors.append(f"cannot record cycle baselines in {path}: "
+                                   f"{e.strerror or e}")
+                continue
             self._files[path] = entries
             self.written[path] = len(updates)
 
@@ -163,17 +179,38 @@ def read_baselines(path: Path) -> dict[str, Any]:
 def check_entry(path: Path, key: str, entry: Any) -> None:
     """BaselineFileError unless ``entry`` is a baseline record with a numeric latency."""
     latency = entry.get("latency_ns") if isinstance(entry, dict) else None
-    if not isinstance(latency, (int, float)) or isinstance(latency, bool):
+    if not _number(latency):
         found = (f"latency_ns {latency!r}" if isinstance(entry, dict)
                  else f"a {type(entry).__name__}")
         raise BaselineFileError(f"{path}: entry {key!r}: expected an object with a numeric "
                                 f"latency_ns, found {found}; re-record it with pytest "
                                 f"{UPDATE_OPTION}")
+    if not (math.isfinite(latency) and latency > 0):  # 1e999 is inf: every check would pass
+        raise BaselineFileError(f"{path}: entry {key!r}: corrupt baseline; expected a finite "
+                                f"latency_ns > 0, found {latency!r}; re-record it with pytest "
+                                f"{UPDATE_OPTION}")
     busy = entry.get("busy_ns", {})
-    if not isinstance(busy, dict) or not all(isinstance(v, (int, float)) for v in busy.values()):
+    if not isinstance(busy, dict) or not all(_number(v) and math.isfinite(v) and v >= 0
+                                             for v in busy.values()):
         raise BaselineFileError(f"{path}: entry {key!r}: expected busy_ns to map engines to "
                                 f"numbers, found {busy!r}; re-record it with pytest "
                                 f"{UPDATE_OPTION}")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def check_writable(path: Path) -> None:
+    """BaselineFileError unless ``path`` can be replaced by a baselines file: it is a regular
+    file or absent, in a folder that exists and can be written."""
+    if path.exists() and not path.is_file():
+        raise BaselineFileError(f"cannot record cycle baselines: {path} is not a file (a "
+                                "directory?); move it away, then run pytest "
+                                f"{UPDATE_OPTION} again")
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise BaselineFileError(f"cannot record cycle baselines in {path}: its folder "
+                                f"{path.parent} cannot be written")
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -281,6 +318,10 @@ def cycle_baseline(request: pytest.FixtureRequest) -> Callable[..., None]:
         tolerance = _tolerance(request, rel)
         new = record_of(result)
         if update:
+            try:  # refused now, in the test, rather than after the whole session
+                check_writable(path)
+            except BaselineFileError as e:
+                pytest.fail(str(e), pytrace=False)
             store.put(path, key, new)
             return
         try:

@@ -34,11 +34,12 @@ import numpy as np
 
 from .compiler.placement import check_capacity
 from .config import NeuronCoreConfig, load_config
-from .environment import launch_environment
+from .environment import check_fits, launch_environment, values_do_not_fit
 from .launch_outputs import collect_outputs
 from .dtypes import to_dtype
 from .errors import (ConfigError, KernelError, SimulatorError, SimulatorWarning,
-                     UnsupportedError, caller_loc, expected, warn_at_kernel_lines)
+                     UnsupportedError, caller_loc, expected, public_entry,
+                     warn_at_kernel_lines)
 from .values.execute import Executor
 from .values.fast.executor import FastExecutor
 from .values.fast.pipeline import PipelinedExecutor
@@ -178,8 +179,14 @@ def _bind_inputs(tr: _tracer.Tracer, fn: Callable[..., Any], args: tuple[Any, ..
             if value.ndim == 0:
                 raise KernelError(f"argument {name!r}: expected an array with at least 1 dim, "
                                   "found a 0-d array (pass a Python scalar instead)", _def_loc(fn))
-            decl = tr.new_tensor(MemSpace.HBM, value.shape, dt, kind="input", name=name,
-                                 values=value if functional else None)
+            if functional:  # copied into the launch: refused now if it cannot be
+                check_fits(name, value.nbytes, value.shape, _def_loc(fn))
+            try:
+                decl = tr.new_tensor(MemSpace.HBM, value.shape, dt, kind="input", name=name,
+                                     values=value if functional else None)
+            except MemoryError:
+                raise values_do_not_fit(f"argument {name!r} (shape {list(value.shape)})",
+                                        _def_loc(fn)) from None
             user_arrays[decl.id] = value
             return NkiTensor.whole(decl)
         return value
@@ -205,6 +212,7 @@ def _def_loc(fn: Callable[..., Any]) -> str | None:
     return f"{code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno}" if code else None
 
 
+@public_entry
 def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
           functional: bool | str = True, on_record: Callable[[int], None] | None = None,
           kernel_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> Launch:
@@ -246,7 +254,13 @@ def trace(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
         elif functional:
             executor = PipelinedExecutor(FastExecutor(cfg, gemm_threads=threads))
             stack.callback(executor.close)
-        outputs, found = _run_launch(fn, args, kwargs, grid, cfg, program, executor, on_record)
+        try:
+            outputs, found = _run_launch(fn, args, kwargs, grid, cfg, program, executor,
+                                         on_record)
+        except MemoryError:
+            if executor is None:
+                raise
+            raise values_do_not_fit(f"kernel {program.name}", _def_loc(fn)) from None
     _warn(found, program, fn)
     return Launch(program, outputs, [str(w) for w in found])
 
@@ -332,6 +346,7 @@ def _raise_first(executor: PipelinedExecutor | Executor | None, error: Exception
         _tracer.locate_in_kernel(error)
 
 
+@public_entry
 def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
              functional: bool | str = True, timing: bool = True,
              progress: bool | ProgressFactory = False,
@@ -372,6 +387,7 @@ def simulate(kernel: Any, *args: Any, grid: Any = (), config: Any = None,
 SIMULATE_ENTRY = "neuroncore_sim.simulate"
 
 
+@public_entry
 def simulate_launch(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *,
                     entry: str, grid: Any = (), config: Any = None, functional: bool = True,
                     timing: bool = True, progress: bool | ProgressFactory = False) -> SimResult:

@@ -124,7 +124,8 @@ THIRD_PARTY: dict[str, tuple[frozenset[str] | None, frozenset[str]]] = {
     "threadpoolctl": (frozenset({"values.fast.gemm_jobs"}), frozenset({"values.fast.gemm_jobs"})),
     # dask.distributed is an optional extra: imported only when a sweep asks for it.
     "dask": (frozenset({"sweep.run"}), frozenset({"sweep.run"})),
-    "distributed": (frozenset({"sweep.run"}), frozenset({"sweep.run"})),
+    "distributed": (frozenset({"sweep.run", "sweep.dask_connect"}),
+                    frozenset({"sweep.run", "sweep.dask_connect"})),
     # Frameworks are optional: only the frameworks/ modules import them, inside functions,
     # when the user's program already uses them.
     "jax": (FRAMEWORK_MODULES, FRAMEWORK_MODULES),

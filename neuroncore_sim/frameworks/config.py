@@ -22,21 +22,18 @@ the others (an argument both read and written is both).
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import inspect
 import json
-import sys
 import warnings
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..dtypes import dtype_name, to_dtype
-from ..errors import KernelError, caller_loc, expected
+from ..errors import KernelError, caller_loc, expected, public_entry
 from ..simulate import launch_grid, simulate_launch, trace
 from ..frontend.typing import TensorType
+from .kernel_ref import load_kernel, mark_kernel
 from .specs import _ReturnCapture, def_loc, output_specs
 
 #: Version of our backend_config layout.
@@ -66,6 +63,7 @@ class FrameworkKernel:
                                        "an nki.jit kernel)", f"{type(func).__name__} {func!r}"),
                               loc=caller_loc())
         self.func = getattr(func, "func", func)
+        mark_kernel(self.func)
         self.func_name = func_name or getattr(self.func, "__name__", "kernel")
         self.grid = launch_grid(grid if grid not in ((), None) else getattr(func, "grid", ()))
         self.enable_cache = enable_cache
@@ -86,6 +84,7 @@ class FrameworkKernel:
         raise NotImplementedError(f"{type(self).__name__}.map_framework_tensor")
 
     # --- the config ---------------------------------------------------------------------------
+    @public_entry
     def dump_config(self, *args: Any, **kwargs: Any) -> tuple[str, list[str], list[str]]:
         """The ``backend_config`` (a JSON string), the input names and the output names of the
         custom call for these arguments; specialised to their shapes and dtypes."""
@@ -181,30 +180,28 @@ def _kernel_ref(fn: Any) -> dict[str, Any]:
             "file": code.co_filename if code is not None else None}
 
 
-def _load_kernel(ref: dict[str, Any]) -> Any:
-    """The kernel function a config names: from its module, else from its file."""
-    module = sys.modules.get(ref.get("module") or "")
-    if module is None and ref.get("module") not in (None, "__main__"):
-        try:
-            module = importlib.import_module(ref["module"])
-        except ImportError:
-            module = None
-    if module is None and ref.get("file") and Path(ref["file"]).is_file():
-        spec = importlib.util.spec_from_file_location(f"_nki_custom_call_{abs(hash(ref['file']))}",
-                                                      ref["file"])
-        if spec is not None and spec.loader is not None:
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-    obj: Any = module
-    for part in (ref.get("qualname") or "").split("."):
-        obj = getattr(obj, part, None) if obj is not None and part != "<locals>" else None
-    if obj is None:
-        raise KernelError(f"backend_config: kernel {ref.get('qualname')!r} of module "
-                          f"{ref.get('module')!r} ({ref.get('file')}) cannot be found; "
-                          "expected a module-level kernel", loc=caller_loc())
-    return getattr(obj, "func", obj)
+#: The fields of a backend config and the JSON types they hold.
+_FIELDS = {"kernel": dict, "func_name": str, "grid": list, "inputs": list, "params": list,
+           "outputs": list, "output_args": bool}
 
 
+def _check_fields(cfg: dict[str, Any]) -> None:
+    """KernelError unless ``cfg`` has every field, of its type, and params that name
+    themselves (a hand-edited or damaged config fails here, not with a KeyError)."""
+    for field, kind in _FIELDS.items():
+        if not isinstance(cfg.get(field), kind):
+            raise KernelError(expected(f"backend_config field {field!r}",
+                                       f"a JSON {kind.__name__}", repr(cfg.get(field))[:60]),
+                              loc=caller_loc())
+    for p in cfg["params"]:
+        if not isinstance(p, dict) or not isinstance(p.get("name"), str) or (
+                "value" not in p and not ({"shape", "dtype"} <= set(p))):
+            raise KernelError(expected("backend_config param", "an object with a name and a "
+                                       "value, or a shape and a dtype", repr(p)[:60]),
+                              loc=caller_loc())
+
+
+@public_entry
 def run_backend_config(backend_config: str, *operands: Any) -> tuple[np.ndarray, ...]:
     """Execute the custom call ``backend_config`` describes on ``operands`` (numpy arrays, in
     the order of its input names): its output arrays, in the order of its output names.
@@ -223,7 +220,8 @@ def run_backend_config(backend_config: str, *operands: Any) -> tuple[np.ndarray,
         raise KernelError(expected("backend_config format", CONFIG_FORMAT,
                                    repr(cfg.get("format") if isinstance(cfg, dict) else cfg)),
                           loc=caller_loc())
-    fn = _load_kernel(cfg["kernel"])
+    _check_fields(cfg)
+    fn = load_kernel(cfg["kernel"])
     if len(operands) != len(cfg["inputs"]):
         raise KernelError(expected(f"{cfg['func_name']}: custom call operands",
                                    f"{len(cfg['inputs'])} ({', '.join(cfg['inputs'])})",

@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import KernelError, expected
+from ..errors import KernelError, expected, public_entry
 from ..simulate import _session, launch_grid, simulate_launch
 from .profile import call_site, current_layer, launch_origin
 from .specs import OutSpec, output_specs, placeholder, takes_output_args
@@ -175,6 +175,7 @@ def call_kernel(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *,
     return results[0] if len(results) == 1 else tuple(results)
 
 
+@public_entry
 def nki_call(kernel: Any, *args: Any, grid: Any = (), out_shape: Any = None,
              **kwargs: Any) -> Any:
     """Call an NKI kernel from JAX code, ``jax.jit`` included (the ``jax_neuronx.nki_call``

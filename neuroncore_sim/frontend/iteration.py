@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import KernelError
 from . import tracer as _tracer
+from .limits import check_loop_nest
 
 
 def _loop(what: str, args: tuple[Any, ...]) -> range:
@@ -69,8 +70,13 @@ def sequential_range(*args: int, **_: Any) -> Any:
 
 
 def static_range(*args: int, **_: Any) -> range:
-    """A loop fully unrolled at trace time."""
-    return _loop("nl.static_range", args)
+    """A loop fully unrolled at trace time (inside a kernel, refused at once when its
+    iterations alone exceed max_instructions_per_launch: see limits.py)."""
+    iterations = _loop("nl.static_range", args)
+    tr = _tracer.active_or_none()
+    if tr is not None:
+        check_loop_nest(len(iterations), tr.nest_iterations, tr.max_instructions, tr.user_loc())
+    return iterations
 
 
 def program_id(axis: int) -> int:

@@ -39,6 +39,7 @@ from ..errors import (InputWriteWarning, SimulatorError, SimulatorWarning, Unsup
 from ..program.ir import (Access, Engine, Instruction, MemSpace, Opcode, Placement, Predicate,
                           Program, SourceLoc, TensorDecl)
 from ..program.layout import geometry_memo, shared_attrs
+from .limits import check_loop_nest, too_many
 from .loopcheck import loop_carried_reads
 from .mask_bool import leftover, pending_masks
 from .view_cache import ViewCache
@@ -213,6 +214,9 @@ class Tracer:
         #: the kernel is compiled in its own order (ncc.skip_middle_end_transformations /
         #: no_reorder): affine loops are not reordered, so carried dependencies are not reported
         self.keeps_order = False
+        #: instructions the launch may record, and the iterations of the running loop nest
+        self.max_instructions = config.max_instructions_per_launch
+        self.nest_iterations = int(np.prod(self.grid, dtype=np.int64))  # each instance traced
 
     @contextlib.contextmanager
     def active(self) -> Iterator[Tracer]:
@@ -239,7 +243,8 @@ class Tracer:
         loop_id = len(self.program.loops)
         loc = self.user_loc()
         self.program.loops.append(loc)
-        outer, traced = self.loops, self.traced_loops
+        outer, traced, nest = self.loops, self.traced_loops, self.nest_iterations
+        self.nest_iterations = check_loop_nest(len(iterations), nest, self.max_instructions, loc)
         frame, entry = _loop_frame()
         rebinds = True  # (until an iteration rebound none: once_traced.restore_indices)
         try:
@@ -251,13 +256,14 @@ class Tracer:
                 yield value
         finally:
             self.loops = outer  # also on break / exceptions (the generator is closed)
-            self.traced_loops = traced
+            self.traced_loops, self.nest_iterations = traced, nest
 
     def sequential_loop(self, iterations: range) -> Iterator[int]:
         """Iterate ``iterations`` as an ``nl.sequential_range`` loop (see
         :meth:`traced_iteration`)."""
         loc = self.user_loc()
-        traced = self.traced_loops
+        traced, nest = self.traced_loops, self.nest_iterations
+        self.nest_iterations = check_loop_nest(len(iterations), nest, self.max_instructions, loc)
         frame, entry = _loop_frame()
         rebinds = True
         try:
@@ -267,7 +273,7 @@ class Tracer:
                     rebinds = restore_indices(frame, entry)
                 yield value
         finally:
-            self.traced_loops = traced
+            self.traced_loops, self.nest_iterations = traced, nest
 
     def traced_iteration(self) -> tuple[tuple[object, ...], bool]:
         """Where the kernel is in the loops NKI traces once: the lines of the running
@@ -372,6 +378,8 @@ class Tracer:
     def _append(self, opcode: Opcode, engine: Engine, dsts: dict[str, Access],
                 srcs: dict[str, Access], attrs: dict[str, object], mask: Predicate | None,
                 loc: SourceLoc | None, loops: tuple[tuple[int, int], ...]) -> Instruction:
+        if len(self.program.instructions) >= self.max_instructions:
+            raise too_many(self.max_instructions, loc, self.traced_loops)
         ins = Instruction(len(self.program.instructions), opcode, engine, dsts, srcs,
                           shared_attrs(attrs), loc, mask, self.instance, loops)
         self.program.instructions.append(ins)

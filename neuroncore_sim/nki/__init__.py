@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..errors import KernelError, caller_loc, expected
+from ..errors import KernelError, caller_loc, expected, public_entry
 from ..frontend import typing
 from . import compiler, isa, language
 from ..frontend.tensor import NkiTensor as tensor  # ``nki.tensor``: the reference's tensor type
@@ -51,6 +51,7 @@ def baremetal(func: Callable[..., Any] | None = None, **options: Any) -> Any:
     return jit(func, mode="baremetal", **options)
 
 
+@public_entry
 def simulate_kernel(kernel: Any, *args: Any, **kwargs: Any) -> Any:
     """Run a kernel functionally and return its outputs, like AWS's ``nki.simulate_kernel``.
 

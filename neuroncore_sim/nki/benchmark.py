@@ -9,14 +9,16 @@ the hardware figure it excludes host-device transfer time.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import KernelError, caller_loc, expected
+from ..errors import KernelError, caller_loc, expected, public_entry
 from ..frontend.typing import TensorType
-from ..report.launch_files import OutputPlaceError, atomic_path, check_out_dir
+from ..report.launch_files import (OutputPlaceError, OutputWriteError, check_out_dir,
+                                  write_files)
 from ..simulate import simulate_launch
 from .kernel import Kernel
 
@@ -57,6 +59,7 @@ class BenchmarkKernel(Kernel):
     benchmark_result: BenchmarkResult | None = None
     _owner: BenchmarkKernel | None = None
 
+    @public_entry
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         iters = int(self.options.get("iters", 100))
         res = simulate_launch(self, args, kwargs, grid=self.grid, functional=False,
@@ -103,8 +106,10 @@ class ProfileKernel(Kernel):
     is timing-only and returns None; with arrays it also computes and returns the outputs.
     """
 
+    @public_entry
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        out = Path(self.options.get("working_directory") or ".")
+        # absolute now: a kernel that changes directory does not move the files
+        out = Path(os.path.abspath(self.options.get("working_directory") or "."))
         try:
             # before the simulation: a bad place fails at once
             check_out_dir(out, "nki.profile working_directory")
@@ -115,11 +120,14 @@ class ProfileKernel(Kernel):
         functional = not any(isinstance(a, TensorType) for a in (*args, *kwargs.values()))
         res = simulate_launch(self, args, kwargs, grid=self.grid, functional=functional,
                               entry="nki.profile")
-        # whole files or none: an interrupted profile leaves the previous ones
-        with atomic_path(out / "summary.json") as tmp:
-            tmp.write_text(json.dumps(res.summary(), indent=2, default=str))
-        with atomic_path(out / "events.csv") as tmp:
-            res.events.to_csv(tmp, index=False)
+        # both files or neither: an interrupted profile or a full disk leaves the previous ones
+        summary = json.dumps(res.summary(), indent=2, default=str)
+        try:
+            write_files(out, {"summary.json": lambda tmp: tmp.write_text(summary),
+                              "events.csv": lambda tmp: res.events.to_csv(tmp, index=False)})
+        except OutputWriteError as e:
+            e.locate(caller_loc())
+            raise
         self.profile_result = res
         if not functional:
             return None

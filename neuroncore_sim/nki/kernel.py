@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..errors import public_entry
 from ..frontend import tracer as _tracer
+from ..frameworks.kernel_ref import mark_kernel
 from ..frameworks.jax_ops import call_kernel, has_jax_args
 from ..frontend.torch_io import TorchArgs
 from ..simulate import launch_grid, simulate_launch
@@ -24,6 +26,7 @@ class Kernel:
     def __init__(self, func: Callable[..., Any], grid: tuple[int, ...] = (),
                  options: dict[str, Any] | None = None) -> None:
         self.func = func
+        mark_kernel(func)  # the only kind of function a backend config may launch
         self.grid = grid
         self.options = options or {}
         self.__name__ = getattr(func, "__name__", "kernel")
@@ -33,6 +36,7 @@ class Kernel:
     def __getitem__(self, grid: Any) -> Kernel:
         return Kernel(self.func, launch_grid(grid), self.options)
 
+    @public_entry
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _tracer.active_or_none() is not None:
             return self.func(*args, **kwargs)  # a sub-kernel: inline it

@@ -82,17 +82,25 @@ def tables(res: SimResult) -> dict[str, "pd.DataFrame"]:
     return frames
 
 
+#: Why the tables cannot be written without pyarrow, and how to install it.
+MISSING_PYARROW = ("writing the profile as Neuron Explorer's Parquet tables needs the optional "
+                   "pyarrow package; install it with: pip install 'neuroncore_sim[parquet]' (or "
+                   "pip install pyarrow)")
+
+
+def available() -> bool:
+    """Whether the tables can be written (pandas writes Parquet through pyarrow)."""
+    return importlib.util.find_spec("pyarrow") is not None
+
+
 def write_tables(res: SimResult, folder: str | Path) -> list[Path]:
     """Write :func:`tables` as ``folder/<Table>.parquet``; returns the paths written.
 
     Raises:
         UnsupportedError: pyarrow (the optional Parquet writer) is not installed.
     """
-    if importlib.util.find_spec("pyarrow") is None:  # pandas writes Parquet through it
-        raise UnsupportedError(
-            "writing the profile as Neuron Explorer's Parquet tables needs the optional pyarrow "
-            "package; install it with: pip install 'neuroncore_sim[parquet]' (or pip install "
-            "pyarrow)")
+    if not available():
+        raise UnsupportedError(MISSING_PYARROW)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     written = []

@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import EXIT_FAILED, EXIT_OK
+from ..errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from .kernel_file import UsageError
+from .dask_connect import DEFAULT_CONNECT_TIMEOUT_S, check_timeout
+from .point import SweepError
+from .points_file import DamagedPointsWarning
 from .run import PLOT_FILE, POINTS_FILE, TABLE_FILE, sweep
 from .table import ENGINES
 
-#: Exit status after Ctrl-C, as shells report a process ended by SIGINT.
-EXIT_INTERRUPTED = 130
 #: Characters of an error message shown in the table (the full text is in sweep.csv).
 _ERROR_WIDTH = 60
 
@@ -66,6 +68,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="where points run: local processes, or a Dask cluster (--scheduler)")
     p.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="Dask scheduler address for --executor dask, e.g. tcp://10.0.0.5:8786")
+    p.add_argument("--connect-timeout", metavar="SECONDS", type=_seconds,
+                   default=DEFAULT_CONNECT_TIMEOUT_S,
+                   help="with --executor dask: seconds the scheduler has to answer (default "
+                        f"{DEFAULT_CONNECT_TIMEOUT_S:g})")
     p.add_argument("--out", metavar="DIR", type=Path, default=None,
                    help=f"write {POINTS_FILE} (one line per finished point; a second run with "
                         f"the same DIR resumes), {TABLE_FILE} and {PLOT_FILE} under DIR")
@@ -73,6 +79,14 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="rows of the table to print per problem (points with the same "
                         "example_inputs parameters; default 20)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _seconds(text: str) -> float:
+    """An argparse ``type=``: a finite number of seconds > 0."""
+    try:
+        return check_timeout(text)
+    except SweepError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, found {text!r}")
 
 
 def parse_params(specs: list[str]) -> dict[str, list[Any]]:
@@ -117,10 +131,15 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--scheduler {args.scheduler}: expected with --executor dask, found "
                          f"--executor {args.executor} (points run on this machine)")
     try:
-        table = sweep(args.target, params, config=getattr(args, "resolved_config", None) or args.config or "trn1",
-                      check=check,
-                      workers=args.workers, out=args.out, executor=args.executor,
-                      scheduler=args.scheduler, progress=False if args.no_progress else None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", DamagedPointsWarning)
+            table = sweep(args.target, params,
+                          config=getattr(args, "resolved_config", None) or args.config or "trn1",
+                          check=check, workers=args.workers, out=args.out,
+                          executor=args.executor, scheduler=args.scheduler,
+                          progress=False if args.no_progress else None,
+                          connect_timeout=args.connect_timeout)
+        _show(caught)
     except KeyboardInterrupt:
         saved = (f"; finished points are saved in {args.out}/{POINTS_FILE}: run the same "
                  "command again to resume" if args.out else "")
@@ -140,6 +159,16 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None:
         print(f"wrote {args.out}/{POINTS_FILE}, {TABLE_FILE} and {PLOT_FILE}")
     return EXIT_FAILED if len(failed) == len(table) else EXIT_OK
+
+
+def _show(caught: list[warnings.WarningMessage]) -> None:
+    """Warnings the sweep gave: a damaged points file as one line of ours, others as Python
+    shows them."""
+    for w in caught:
+        if issubclass(w.category, DamagedPointsWarning):
+            print(f"neuroncore-sim: warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)
 
 
 def format_table(table: Any, params: list[str], top: int) -> str:

@@ -27,10 +27,12 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from .. import config as _config_module
 from ..config import NeuronCoreConfig, load_config
-from ..errors import UnsupportedError, caller_loc, expected
-from ..report.launch_files import OutputPlaceError, atomic_path, check_out_dir
+from ..errors import UnsupportedError, caller_loc, expected, public_entry
+from ..report.launch_files import OutputPlaceError, check_out_dir, write_files
 from .kernel_file import UsageError
 from .point import SweepError, load_target, remember, run_point
+from .dask_connect import DEFAULT_CONNECT_TIMEOUT_S, check_timeout, connect
+from .points_file import PointsWriter, check_appendable, read_points
 from .table import INDEX_COLUMNS, RESULT_COLUMNS, rank
 
 if TYPE_CHECKING:
@@ -109,10 +111,12 @@ def point_key(kernel: str, config: NeuronCoreConfig, point: dict[str, Any]) -> s
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
+@public_entry
 def sweep(target: str, params: dict[str, Any] | Iterable[dict[str, Any]], *,
           config: Any = "trn1", check: bool | int = False, workers: int | None = None,
           out: str | Path | None = None, executor: str = "local", scheduler: str | None = None,
-          progress: bool | None = None) -> "pd.DataFrame":
+          progress: bool | None = None,
+          connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S) -> "pd.DataFrame":
     """Run ``target`` (``"file.py::kernel"`` or ``"file.py"``) at every point of ``params``.
 
     Args:
@@ -128,6 +132,8 @@ def sweep(target: str, params: dict[str, Any] | Iterable[dict[str, Any]], *,
             at ``scheduler``, e.g. "tcp://10.0.0.5:8786"; the kernel file's path must exist on
             the workers).
         progress: show a progress bar on stderr (default: when stderr is a terminal).
+        connect_timeout: seconds the Dask scheduler has to answer (a malformed address, one
+            that does not answer in time or that is not a Dask scheduler is a SweepError).
 
     Returns:
         One row per point: ``point`` (its index in the grid), ``problem`` (points with the same
@@ -147,6 +153,7 @@ def sweep(target: str, params: dict[str, Any] | Iterable[dict[str, Any]], *,
     if scheduler is not None and executor != "dask":  # an address that would be ignored
         raise SweepError(expected("scheduler", 'executor="dask" with it',
                                   f"executor={executor!r}"), loc=caller_loc())
+    connect_timeout = check_timeout(connect_timeout)
     cfg = load_config(config)
     kt = load_target(target)  # a wrong file or kernel name fails here, not once per point
     remember(kt)
@@ -156,18 +163,20 @@ def sweep(target: str, params: dict[str, Any] | Iterable[dict[str, Any]], *,
     grid = expand(params)
     kt.check(grid, cfg)  # a bad name or config value fails here, before any point runs
     keys = [point_key(kt.identity, cfg, p) for p in grid]
-    out = Path(out) if out is not None else None
+    # absolute now: a kernel that changes directory (workers=1) does not move the files
+    out = Path(os.path.abspath(out)) if out is not None else None
     if out is not None:
         _check_out(out)  # a place that cannot hold the files fails before any point runs
-    results = _read_points(out / POINTS_FILE, set(keys)) if out else {}
+    results = read_points(out / POINTS_FILE, set(keys)) if out else {}
     todo = {k: p for k, p in zip(keys, grid) if k not in results}  # equal points run once
     # Points sharing their example inputs run next to each other, so workers reuse them.
     order = sorted(todo, key=lambda k: json.dumps(
         {n: v for n, v in todo[k].items() if n in kt.input_names}, sort_keys=True))
     tasks = [(k, todo[k]) for k in order]
-    with _Writer(out, kt.identity, cfg.name) as write, _bar(progress, len(set(keys)),
+    with PointsWriter(out, kt.identity, cfg.name) as write, _bar(progress, len(set(keys)),
                                                            len(set(keys)) - len(tasks)) as bar:
-        for key, row in _execute(tasks, kt.target, cfg, check, workers, executor, scheduler):
+        for key, row in _execute(tasks, kt.target, cfg, check, workers, executor, scheduler,
+                                 connect_timeout):
             results[key] = {c: row[c] for c in RESULT_COLUMNS}
             write(key, todo[key], row)
             bar.update(1)
@@ -176,10 +185,10 @@ def sweep(target: str, params: dict[str, Any] | Iterable[dict[str, Any]], *,
         from .plot import save_sweep_plot
 
         # whole files or none: an interrupted sweep leaves the previous table and plot
-        with atomic_path(out / TABLE_FILE) as tmp:
-            table.to_csv(tmp, index=False)
-        with atomic_path(out / PLOT_FILE) as tmp:
-            save_sweep_plot(table, tmp, title=kt.target.rsplit("/", 1)[-1])
+        write_files(out, {
+            TABLE_FILE: lambda tmp: table.to_csv(tmp, index=False),
+            PLOT_FILE: lambda tmp: save_sweep_plot(table, tmp,
+                                                   title=kt.target.rsplit("/", 1)[-1])})
     return table
 
 
@@ -199,6 +208,7 @@ def _check_out(out: Path) -> None:
         if path.exists() and not path.is_file():
             raise UsageError(f"--out {out}: expected {name} to be a file the sweep writes "
                              f"(or none yet), found a directory {path}")
+    check_appendable(out / POINTS_FILE)  # appended to (the table and plot are replaced)
 
 
 # --- running the points --------------------------------------------------------------------------
@@ -207,11 +217,12 @@ Task = tuple[str, dict[str, Any]]
 
 
 def _execute(tasks: list[Task], target: str, cfg: NeuronCoreConfig, check: bool | int,
-             workers: int | None, executor: str, scheduler: str | None
+             workers: int | None, executor: str, scheduler: str | None,
+             connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S
              ) -> Iterator[tuple[str, dict[str, Any]]]:
     """(key, row) of every task, in the order they finish."""
     if executor == "dask":
-        return _on_dask(tasks, target, cfg, check, scheduler)
+        return _on_dask(tasks, target, cfg, check, scheduler, connect_timeout)
     n = (os.cpu_count() or 1) if workers is None else workers
     if not isinstance(n, int) or n < 1:
         raise SweepError(expected("workers", "a positive number of processes", repr(workers)))
@@ -244,22 +255,41 @@ def _in_processes(tasks: list[Task], target: str, cfg: NeuronCoreConfig, check: 
                 lost.append(futures[fut][1])
                 continue
             yield futures[fut][0], row
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)  # Ctrl-C: stop now, saved points stay
+    except BaseException:  # Ctrl-C, an error: stop now (saved points stay)
+        workers = list((getattr(pool, "_processes", None) or {}).values())  # before shutdown
+        pool.shutdown(wait=False, cancel_futures=True)  # queued points never start
+        _stop_workers(workers)  # running points stop too, instead of being waited for
         raise
     pool.shutdown(wait=True)
     if lost:
         raise SweepError(_lost_message(lost, "a worker process died (killed, or out of memory)"))
 
 
+def _stop_workers(processes: list[Any]) -> None:
+    """End a pool's worker ``processes`` (taken before its shutdown, which forgets them) now (SIGTERM, then SIGKILL for any still alive after
+    half a second): the points they were running are not saved, and run again on resume."""
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(0.5)
+        if process.is_alive():
+            process.kill()
+            process.join(0.5)
+
+
 def _die_with_parent(parent: int) -> None:
     """Worker initializer: end this worker when the sweep's process dies (SIGKILL included),
     so no orphan keeps running or holds the caller's stdout. Linux: the kernel sends SIGKILL on
     the parent's death (prctl PR_SET_PDEATHSIG). Elsewhere a daemon thread checks once a second
-    whether the parent is gone (no event tells a process that its parent died there)."""
+    whether the parent is gone (no event tells a process that its parent died there).
+    Ctrl-C is the sweep's to handle: a worker ignores SIGINT (a terminal sends it to the whole
+    process group), and the sweep ends its workers (:func:`_stop_workers`)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         import ctypes
-        import signal
 
         libc = ctypes.CDLL(None, use_errno=True)
         pr_set_pdeathsig = 1
@@ -279,30 +309,32 @@ def _die_with_parent(parent: int) -> None:
 
 
 def _on_dask(tasks: list[Task], target: str, cfg: NeuronCoreConfig, check: bool | int,
-             scheduler: str | None) -> Iterator[tuple[str, dict[str, Any]]]:
+             scheduler: str | None, connect_timeout: float
+             ) -> Iterator[tuple[str, dict[str, Any]]]:
     try:
-        from distributed import Client, as_completed as dask_completed
+        from distributed import as_completed as dask_completed
     except ImportError as e:
         raise UnsupportedError("executor='dask' needs the optional dask.distributed package; "
                                "install it with: pip install 'neuroncore_sim[dask]'") from e
     if not scheduler:
         raise SweepError(expected("executor='dask'", "scheduler=ADDRESS of a running Dask "
                                   "scheduler (e.g. tcp://10.0.0.5:8786)", "no scheduler"))
-    try:
-        client = Client(scheduler, timeout="20s")
-    except OSError as e:
-        raise SweepError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from e
+    client = connect(scheduler, connect_timeout)
     lost: list[dict[str, Any]] = []
     with client:
         futures = {client.submit(run_point, target, p, cfg, check, key=f"ncs-sweep-{key}",
                                  pure=False): (key, p) for key, p in tasks}
-        for fut in dask_completed(futures):
-            try:
-                row = fut.result()
-            except Exception:  # KilledWorker and the like: the cluster lost the point
-                lost.append(futures[fut][1])
-                continue
-            yield futures[fut][0], row
+        try:
+            for fut in dask_completed(futures):
+                try:
+                    row = fut.result()
+                except Exception:  # KilledWorker and the like: the cluster lost the point
+                    lost.append(futures[fut][1])
+                    continue
+                yield futures[fut][0], row
+        except BaseException:  # Ctrl-C, an error: the cluster drops the points not done
+            client.cancel(list(futures))
+            raise
     if lost:
         raise SweepError(_lost_message(lost, "the Dask cluster lost the worker running them"))
 
@@ -314,53 +346,6 @@ def _lost_message(lost: list[dict[str, Any]], why: str) -> str:
 
 
 # --- files, progress and the table ---------------------------------------------------------------
-
-def _read_points(path: Path, wanted: set[str]) -> dict[str, dict[str, Any]]:
-    """Rows already saved for the wanted keys. A line cut short by an interruption is skipped
-    (that point runs again)."""
-    found: dict[str, dict[str, Any]] = {}
-    if not path.is_file():
-        return found
-    for line in path.read_text().splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and record.get("key") in wanted:
-            found[record["key"]] = {c: record.get(c) for c in RESULT_COLUMNS}
-    return found
-
-
-class _Writer:
-    """Appends one JSON line per finished point to ``points.jsonl``, flushed to disk at once."""
-
-    def __init__(self, out: Path | None, target: str, config_name: str) -> None:
-        self.out, self.target, self.config_name, self.file = out, target, config_name, None
-
-    def __enter__(self) -> "_Writer":
-        if self.out is not None:
-            self.out.mkdir(parents=True, exist_ok=True)
-            path = self.out / POINTS_FILE
-            cut = path.is_file() and path.stat().st_size > 0 and not path.read_bytes().endswith(
-                b"\n")
-            self.file = path.open("a", encoding="utf-8")
-            if cut:  # the last line was cut short: start a fresh line after it
-                self.file.write("\n")
-        return self
-
-    def __call__(self, key: str, point: dict[str, Any], row: dict[str, Any]) -> None:
-        if self.file is None:
-            return
-        record = {"key": key, "target": self.target, "config": self.config_name,
-                  "params": point, **row}
-        self.file.write(json.dumps(record) + "\n")
-        self.file.flush()
-        os.fsync(self.file.fileno())
-
-    def __exit__(self, *exc: object) -> None:
-        if self.file is not None:
-            self.file.close()
-
 
 def _bar(progress: bool | None, total: int, initial: int) -> Any:
     from tqdm import tqdm

@@ -3,6 +3,7 @@ and the command line's --no-progress."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -101,3 +102,21 @@ def test_cli_progress_only_on_a_terminal(tmp_path, capsys, monkeypatch, tty, fla
     relu = Path(__file__).resolve().parents[2] / "kernels" / "relu.py"
     assert cli.main(["profile", *flags, "--timing-only", str(relu)]) == 0
     assert ("timing" in capsys.readouterr().err) == drawn
+
+
+def test_cli_progress_on_a_log_is_a_line_now_and_then(capsys, monkeypatch):
+    """Issue 25: a long launch whose stderr is a log or a pipe says how far it got, in lines;
+    a short one (under LOG_AFTER_S) says nothing (the test above)."""
+    monkeypatch.setattr(progress, "LOG_AFTER_S", 0.0)
+    monkeypatch.setattr(progress, "LOG_EVERY_S", 3600.0)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    relu = Path(__file__).resolve().parents[2] / "kernels" / "relu.py"
+    assert cli.main(["profile", "--timing-only", str(relu)]) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if line]
+    assert [line.split(":")[1] for line in lines] == [" kernel", " kernel"], lines
+    assert re.fullmatch(r"neuroncore-sim: kernel: tracing: [\d,]+ instructions \(\d+ s\)",
+                        lines[0])
+    assert re.fullmatch(r"neuroncore-sim: kernel: timing: [\d,]+ of [\d,]+ instructions "
+                        r"\(\d+ s\)", lines[1])
+    assert cli.main(["profile", "--no-progress", "--timing-only", str(relu)]) == 0
+    assert capsys.readouterr().err == ""

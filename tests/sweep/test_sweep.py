@@ -14,6 +14,7 @@ import pytest
 import neuroncore_sim as ncs
 from neuroncore_sim.errors import ConfigError, UnsupportedError
 from neuroncore_sim.sweep.kernel_file import UsageError
+from neuroncore_sim.sweep.points_file import DamagedPointsWarning
 from neuroncore_sim.sweep.run import POINTS_FILE, expand, sweep
 from neuroncore_sim.sweep.point import SweepError, load_target
 from neuroncore_sim.sweep.table import RESULT_COLUMNS
@@ -263,7 +264,8 @@ def test_resume_skips_saved_points(tmp_path: Path, scale_file: Path) -> None:
     part.mkdir()
     (part / POINTS_FILE).write_text(
         "".join(json.dumps(r) + "\n" for r in saved) + lines[2][: len(lines[2]) // 2])
-    resumed = sweep(str(scale_file), GRID, workers=1, out=part)
+    with pytest.warns(DamagedPointsWarning, match="1 damaged line skipped"):  # the cut line
+        resumed = sweep(str(scale_file), GRID, workers=1, out=part)
     assert resumed.loc[resumed["latency_ns"] == 1.0, "cols"].tolist() == [saved[0]["params"][
         "cols"]]
     after = (part / POINTS_FILE).read_text().splitlines()
@@ -277,7 +279,8 @@ def test_resume_skips_saved_points(tmp_path: Path, scale_file: Path) -> None:
     want = full.set_index("point").sort_index()
     pd.testing.assert_frame_equal(fixed.drop(columns="best"), want.drop(columns="best"))
     # Running again does nothing new.
-    sweep(str(scale_file), GRID, workers=1, out=part)
+    with pytest.warns(DamagedPointsWarning):
+        sweep(str(scale_file), GRID, workers=1, out=part)
     assert len((part / POINTS_FILE).read_text().splitlines()) == len(after)
 
 

@@ -401,6 +401,7 @@ CLI_CASES: list[CliCase] = [
     _c("sweep_workers_zero", "sweep {d}/good.py --param cols=4 --workers 0", 2, r"--workers: expected an integer >= 1, found '0'"),
     _c("sweep_executor_unknown", "sweep {d}/good.py --param cols=4 --executor ray", 2, r"--executor: invalid choice: 'ray'"),
     _c("sweep_dask_without_scheduler", "sweep {d}/good.py --param cols=4 --executor dask", 2, USAGE + r"--executor dask: expected --scheduler ADDRESS"),
+    _c("sweep_connect_timeout_zero", "sweep {d}/good.py --param cols=4 --connect-timeout 0", 2, r"--connect-timeout: expected a number of seconds > 0, found '0'"),
     _c("sweep_scheduler_without_dask", "sweep {d}/good.py --param cols=4 --scheduler tcp://127.0.0.1:1 --workers 1", 2, USAGE + r"expected with --executor dask, found --executor local"),
     _c("sweep_top_zero", "sweep {d}/good.py --param cols=4 --top 0", 2, r"--top: expected an integer >= 1, found '0'"),
     _c("sweep_out_is_a_file", "sweep {d}/good.py --param cols=4 --out {out} --workers 1", 2, USAGE + r"expected a directory \(it is created if missing\), found an existing file", setup="file"),
