@@ -232,8 +232,8 @@ def _aws_layernorm_args() -> tuple:
 
 
 def kernel_cases(tutorials: Path | None) -> list[Case]:
-    """Section 1: each published whole kernel as ours and (with ``tutorials``) as AWS's."""
-    me = Path(__file__).read_text
+    """Section 1: each published whole kernel as ours and (with ``tutorials``) as AWS's (the
+    cache key hashes the kernel's file; its inputs and blocks are named by the case id)."""
     out: list[Case] = []
 
     def add(name, value, unit, source, ours_file, ours_get, aws_file, aws_get, args, scale,
@@ -241,12 +241,12 @@ def kernel_cases(tutorials: Path | None) -> list[Case]:
         meta = {"name": name, "source": source, "activity": activity, "note": note,
                 "section": "kernels"}
         out.append(Case(f"aws/ours/{name}", NAME, value, unit,
-                        lambda: (me(), (ROOT / OURS[ours_file]).read_text()),
+                        lambda: ((ROOT / OURS[ours_file]).read_text(), repr(blocks)),
                         _latency(ours_get, args, scale, **(blocks or {})),
                         meta=dict(meta, key="ours"), primary=tutorials is None))
         if tutorials is not None:
             out.append(Case(f"aws/AWS/{name}", NAME, value, unit,
-                            lambda: (me(), (tutorials / TUTORIALS[aws_file]).read_text()),
+                            lambda: ((tutorials / TUTORIALS[aws_file]).read_text(),),
                             _latency(aws_get, args, scale), meta=dict(meta, key="AWS")))
 
     ladder_steps = [
@@ -287,12 +287,12 @@ def kernel_cases(tutorials: Path | None) -> list[Case]:
         meta = {"name": name, "source": f"{LN} l.111-137", "note": ln_note,
                 "section": "kernels", "activity": ""}
         out.append(Case(f"aws/ours/{name}", NAME, us, "us",
-                        lambda: (me(), (ROOT / OURS["ln"]).read_text()),
+                        lambda: ((ROOT / OURS["ln"]).read_text(),),
                         _latency(lambda v=version: _ours("ln").KERNELS[v], layernorm_inputs,
                                  1e3), meta=dict(meta, key="ours"), primary=tutorials is None))
         if tutorials is not None:
             out.append(Case(f"aws/AWS/{name}", NAME, us, "us",
-                            lambda: (me(), (tutorials / TUTORIALS["ln"]).read_text()),
+                            lambda: ((tutorials / TUTORIALS["ln"]).read_text(),),
                             _latency(lambda n=aws_name: getattr(_aws(tutorials, "ln"), n),
                                      _aws_layernorm_args, 1e3),
                             meta=dict(meta, key="AWS")))
