@@ -31,6 +31,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's package, not another installed copy
+sys.path.insert(0, str(ROOT / "scripts"))  # validation/ and validate_traces.py
 
 from neuroncore_sim.config import load_config  # noqa: E402
 from validation import autocomp, aws, nkibench, report  # noqa: E402
