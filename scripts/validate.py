@@ -102,6 +102,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
                     help="sets whose cases the fit uses (default all three)")
     ap.add_argument("--fit-cases", default="", help="regex: only fit cases whose id matches")
     ap.add_argument("--fit-evals", type=int, default=30, help="max evaluations per fit")
+    ap.add_argument("--fit-apply", action="store_true",
+                    help="run the report's tables under the fitted values")
     ap.add_argument("--no-write", action="store_true", help="print, do not write the report")
     ap.add_argument("--out", type=Path, default=REPORT, help="where to write the report")
     ap.add_argument("--extra", type=Path, help="a markdown file appended instead of the "
@@ -137,17 +139,19 @@ def main(argv: list[str] | None = None) -> int:
     runner = Runner(Path(__file__).resolve(), paths, make_config,
                     Cache(a.cache, enabled=not a.no_cache), source_hash(ROOT / "neuroncore_sim"),
                     jobs=a.jobs, timeout=a.timeout)
+    fit_lines, fitted = fit_report(a, runner, paths) if a.fit else ([], {})
     by_set = list_cases(paths, sets, a.k)
-    results = runner.run([c for cs in by_set.values() for c in cs])
-    fit_lines = fit_report(a, runner, paths) if a.fit else []
+    applied = fitted if a.fit_apply else {}
+    results = runner.run([c for cs in by_set.values() for c in cs], applied)
     took = time.time() - t0
     cached = sum(1 for r in results.values() if r.get("cached"))
     header = (f"Written by `scripts/validate.py` (timing-only launches; each set under "
               f"`set_config(set)`, today the trn1 preset for every set) in {took:.0f} s wall, "
               f"{len(results)} cases ({cached} from the results cache), "
               f"`--jobs {a.jobs}`{f', cases matching -k {a.k!r}' if a.k else ''}. Published "
-              "figures and toolchains: `shared/calibration.md`. Nothing below is fitted unless "
-              "a Fit section says so.")
+              "figures and toolchains: `shared/calibration.md`. "
+              + (f"The tables are under the fitted values {applied} (--fit-apply)." if applied
+                 else "The tables are under the configs as they are (no fitted values)."))
     notes = a.extra.read_text() if a.extra else kept_notes(a.out)
     text = report.write(by_set, results, None if a.no_write else a.out, notes, fit_lines,
                         header)
@@ -156,8 +160,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def fit_report(a: argparse.Namespace, runner: Runner, paths: dict[str, str]) -> list[str]:
-    """Run the fit and the leave-one-set-out refits; the report's Fit section."""
+def fit_report(a: argparse.Namespace, runner: Runner, paths: dict[str, str]
+               ) -> tuple[list[str], dict[str, float]]:
+    """Run the fit and the leave-one-set-out refits: the report's Fit section and the fitted
+    values."""
     fit_sets = [s for s in a.fit_sets.split(",") if s]
     missing = [s for s in fit_sets if s not in SETS or (s != "aws" and PATH_ARGS[s] not in paths)]
     if missing:
@@ -173,7 +179,7 @@ def fit_report(a: argparse.Namespace, runner: Runner, paths: dict[str, str]) -> 
     loso = leave_one_set_out(runner.run, cases, params, start, a.fit_evals)
     declared = (f"Fit sets {fit_sets}, cases matching {a.fit_cases!r} (primary cases only), "
                 f"start {start}, at most {a.fit_evals} evaluations per fit.")
-    return report.fit_section(result, loso, params, declared)
+    return report.fit_section(result, loso, params, declared), result.values
 
 
 if __name__ == "__main__":

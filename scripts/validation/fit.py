@@ -123,7 +123,7 @@ def fit(run: Callable[[list[Case], dict], dict[str, dict]], cases: list[Case],
 
     x0 = [math.log(min(max(start[p.name], p.lo), p.hi)) for p in params]
     lo, hi = [math.log(p.lo) for p in params], [math.log(p.hi) for p in params]
-    before = _errors(cases, run(cases, overrides(x0)))
+    before = _errors(cases, run(cases, {}))  # the config as it is
     sol = least_squares(residuals, x0, bounds=(lo, hi), max_nfev=max_evals, diff_step=0.02,
                         x_scale=1.0)
     values = overrides(sol.x)
