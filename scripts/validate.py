@@ -101,7 +101,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--fit-sets", default="aws,autocomp,nkibench",
                     help="sets whose cases the fit uses (default all three)")
     ap.add_argument("--fit-cases", default="", help="regex: only fit cases whose id matches")
-    ap.add_argument("--fit-evals", type=int, default=30, help="max evaluations per fit")
+    ap.add_argument("--fit-evals", type=int, default=30, help="max function evaluations per fit (scipy's max_nfev; "
+                    "the finite-difference Jacobian adds one run of the cases per field and "
+                    "iteration, counted in the report's evaluations)")
     ap.add_argument("--fit-apply", action="store_true",
                     help="run the report's tables under the fitted values")
     ap.add_argument("--no-write", action="store_true", help="print, do not write the report")
@@ -147,7 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     cached = sum(1 for r in results.values() if r.get("cached"))
     header = (f"Written by `scripts/validate.py` (timing-only launches; each set under "
               f"`set_config(set)`, today the trn1 preset for every set) in {took:.0f} s wall, "
-              f"{len(results)} cases ({cached} from the results cache), "
+              f"{len(results)} cases ({cached} from the results cache; the cases took "
+              f"{sum(r.get('seconds', 0) for r in results.values()):.0f} s of worker time "
+              "when they ran), "
               f"`--jobs {a.jobs}`{f', cases matching -k {a.k!r}' if a.k else ''}. Published "
               "figures and toolchains: `shared/calibration.md`. "
               + (f"The tables are under the fitted values {applied} (--fit-apply)." if applied
