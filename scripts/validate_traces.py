@@ -16,7 +16,9 @@ error per version, and per trace whether the estimates order the versions as the
 
     python scripts/validate_traces.py --autocomp DIR [-k TEXT] [--check] [--no-write]
 
-DIR is a checkout of ucb-bar/autocomp. Not a test: nothing is asserted.
+DIR is a checkout of ucb-bar/autocomp. Not a test: nothing is asserted. ``scripts/validate.py
+--autocomp DIR`` runs the same versions (through ``TRACES``, ``versions`` and
+``harness_module`` here) as one set of the validation report, cached, beside the other sets.
 """
 
 from __future__ import annotations
