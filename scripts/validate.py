@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's package, not another installed copy
 sys.path.insert(0, str(ROOT / "scripts"))  # validation/ and validate_traces.py
 
-from neuroncore_sim.config import load_config  # noqa: E402
+from neuroncore_sim.config import load_config, override  # noqa: E402
 from validation import autocomp, aws, nkibench, report  # noqa: E402
 from validation.cache import Cache, source_hash  # noqa: E402
 from validation.fit import (apply_overrides, fit, get_field, leave_one_set_out,  # noqa: E402
@@ -50,13 +50,18 @@ kept_notes = report.kept_notes
 def set_config(set_name: str) -> Any:
     """The config a set's cases run under: its toolchain's options (shared/calibration.md
     section 3: AWS's tables SDK 2.20 defaults with DGE on; Autocomp SDK 2.26 defaults;
-    NKIBench ``--disable-dge --auto-cast=none``).
-
-    THE ONE PLACE to give each set its compile options once the compile stage carries them in
-    the config; today every set runs under the trn1 preset."""
+    NKIBench ``--disable-dge --auto-cast=none``), as compile options of the trn1 preset."""
     if set_name not in SETS:
         raise ValueError(f"set_config: unknown set {set_name!r}; expected one of {list(SETS)}")
-    return load_config("trn1")
+    return override(load_config("trn1"), {"compiler": SET_OPTIONS[set_name]}, set_name)
+
+
+#: Each set's compile options (named in the report).
+SET_OPTIONS: dict[str, dict[str, object]] = {
+    "aws": {"toolchain": "2.20"},
+    "autocomp": {"toolchain": "2.26"},
+    "nkibench": {"toolchain": "2.26", "dge": False, "auto_cast": "none"},
+}
 
 
 def make_config(set_name: str, overrides: dict) -> Any:
