@@ -79,18 +79,19 @@ def compile_instance(instance: int, instrs: list[Instruction], config: NeuronCor
         instrs = [without_sources(ins) if ins.id in hoisted else ins for ins in instrs]
     if options.balance_engines:
         instrs = choose_engines(instrs, config, skip=hoisted)
-    ip = plan_instance(instrs, config, ids)  # rings; placement and spills where they do not fit
     if options.reorder and not keeps_order:
         # The scheduler interleaves iterations unless that moves more bytes to spill memory
         # than the kernel's own order does, beyond SPILL_TOLERANCE (the compiler weighs its
-        # schedule against memory; assumption, docs/model.md)
-        mark = (ids.instruction, ids.tensor)
-        interleaved = plan_instance(reorder(instrs, config, free=hoisted), config, ids)
-        if _spilled(interleaved) <= _spilled(ip) * (1 + SPILL_TOLERANCE):
-            ip = interleaved
-        else:
-            ids.instruction, ids.tensor = mark
-            ip = plan_instance(instrs, config, ids)
+        # schedule against memory; assumption, docs/model.md). The kernel's order is planned
+        # only when the interleaved stream spills at all.
+        ip = plan_instance(reorder(instrs, config, free=hoisted), config, ids)
+        spilled = _spilled(ip)
+        if spilled:  # (the plan not taken leaves unused ids: harmless gaps)
+            kept = plan_instance(instrs, config, ids)
+            if spilled > _spilled(kept) * (1 + SPILL_TOLERANCE):
+                ip = kept
+    else:
+        ip = plan_instance(instrs, config, ids)  # rings; placement and spills where needed
     plans.append(ip)
     return instance_streams(instance, ip, hoisted)
 
