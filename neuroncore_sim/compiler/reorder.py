@@ -52,7 +52,7 @@ class _Memory:
         self.uses: dict[int, int] = {}  # tensor id -> instructions still to schedule
         seen: set[int] = set()
         for k, ins in enumerate(instrs):
-            for a, _ in ins.accesses():
+            for a in (*ins.srcs.values(), *ins.dsts.values()):
                 t = a.tensor
                 if t.space not in self.capacity or t.kind != "tile" or t.placement is not None:
                     continue
@@ -82,7 +82,7 @@ class _Memory:
             if n > self.peak.get(site, 0):
                 self.peak[site] = n
                 self.demand[space] += size
-        for a, _ in ins.accesses():
+        for a in (*ins.srcs.values(), *ins.dsts.values()):
             left = self.uses.get(a.tensor.id)
             if left is not None:
                 self.uses[a.tensor.id] = left - 1
@@ -110,6 +110,18 @@ def estimate_ns(ins: Instruction, config: NeuronCoreConfig) -> tuple[float, floa
     occupy = compute_ns(ins, engine, config)
     pipe = config.cycles_to_ns(ins.engine.value, config.engine_pipeline_latency_cycles)
     return occupy, occupy + pipe + config.semaphore_latency_ns
+
+
+def _estimate(ins: Instruction, config: NeuronCoreConfig,
+              memo: dict[tuple, tuple[float, float]]) -> tuple[float, float]:
+    """:func:`estimate_ns`, remembered by what it depends on (a loop repeats its shapes)."""
+    key = (ins.opcode, ins.engine, ins.attrs.get("auto_cast"),
+           tuple((r, a.free_size, a.nbytes, a.dtype) for r, a in ins.srcs.items()),
+           ins.out.free_size if "out" in ins.dsts else 0)
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = estimate_ns(ins, config)
+    return got
 
 
 def _graph(instrs: list[Instruction], repeats: dict[int, int] | frozenset[int]
@@ -152,14 +164,15 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
             ) -> list[Instruction]:
     """``instrs`` in the order the list scheduler starts them (ids in ``free`` take no time)."""
     n = len(instrs)
-    if n < 2:
-        return instrs
+    if n < 2 or all(ins.loops == instrs[0].loops for ins in instrs):
+        return instrs  # one iteration (or none): every queue keeps its program order
     succ = _graph(instrs, free)
     indeg = [0] * n
     for s in succ:
         for k, _ in s:
             indeg[k] += 1
-    cost = [(0.0, 0.0) if ins.id in free else estimate_ns(ins, config) for ins in instrs]
+    memo: dict[tuple, tuple[float, float]] = {}
+    cost = [(0.0, 0.0) if ins.id in free else _estimate(ins, config, memo) for ins in instrs]
     queues: dict[str, list[int]] = {}
     qof = [queue_name(ins) for ins in instrs]
     qpos = [0] * n
