@@ -32,7 +32,7 @@ KIB = 1024
 
 #: Version of the timing model: changed by every commit that moves estimates (a recalibration, a
 #: new mechanism), so stored cycle baselines can tell a model change from a kernel regression.
-MODEL_VERSION = "2026.11.28.7"
+MODEL_VERSION = "2026.11.28.8"
 
 #: neuronx-cc releases whose behaviour the compile options can stand for -> the options that differ
 #: from CompileOptions' defaults. Setting ``toolchain`` sets these unless they are given too.
@@ -334,9 +334,10 @@ TRN1 = NeuronCoreConfig(
     # assumption: software DGE (GpSimd, [DGE]) writes one descriptor element per 256 bytes of a
     # DMA buffer (rows of 256 B and 1 KiB cost their bytes on the SDK 2.20 ladder, [MMTUT])
     dge_element_bytes=256,
-    # assumption (fitted on the SDK 2.20 matmul ladder, [MMTUT], reports/validation.md): the
-    # generator's time per element; 256 B / 2.3 ns = ~111 GB/s, the ladder's load rate
-    dge_ns_per_element=2.3,
+    # assumption (fitted on the three DMA-bound rows of the SDK 2.20 matmul ladder, [MMTUT],
+    # errors +1.2 / -0.8 / -1.9 %): the generator's time per element; 256 B / 2.5 ns = 102 GB/s,
+    # the ladder's load rate (calibration.md: byte-proportional at 100-104 GB/s)
+    dge_ns_per_element=2.5,
     loop_tile_buffers=4,  # assumption: buffers the allocator rotates per allocation site
     # assumption: how many of an engine's unscheduled instructions the compiler's scheduler
     # looks ahead when it interleaves affine_range iterations (compiler/reorder.py)
