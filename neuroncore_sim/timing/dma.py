@@ -14,7 +14,8 @@ Descriptors generated at run time (the compile stage marks such DMAs ``dge``,
 :mod:`neuroncore_sim.compiler.dma_descriptors`): on NeuronCore-v2 one software generator (GpSimd)
 writes them, one DMA after another. A DMA's descriptors take ``dge_ns_per_element`` per element
 of at most ``dge_element_bytes`` of each DMA buffer, from when the DMA is ready and the generator
-is free; its transfers start no earlier than that. (The generator's time is not shown on the
+is free; its transfers follow the descriptors as they are written (they start no earlier than
+the generation), and the DMA is done no earlier than its last descriptor. (The generator's time is not shown on the
 GpSimd row: an approximation, docs/model.md.)
 """
 
@@ -87,10 +88,13 @@ class DmaEngines:
         if plan is None:
             plan = self._plans[key] = self._plan(dma_transfers(ins, cfg), dge)
         steps, sizes, gen_ns = plan
-        if gen_ns:  # descriptors first, one DMA at a time on the generator
-            self._dge_free = (self._dge_free if self._dge_free > ready_ns else ready_ns) + gen_ns
-            if self._dge_free > earliest:
-                earliest = done = self._dge_free
+        gen_end = 0.0
+        if gen_ns:  # the generator writes this DMA's descriptors, one DMA after another; the
+            # transfers follow them as they are written, and the DMA is done no earlier
+            gen_start = self._dge_free if self._dge_free > ready_ns else ready_ns
+            self._dge_free = gen_end = gen_start + gen_ns
+            if gen_start > earliest:
+                earliest = done = gen_start
         free, replace = self._free, heapq.heapreplace
         hbm_free = self._hbm_free
         for engine_ns, hbm_ns in steps:
@@ -109,4 +113,4 @@ class DmaEngines:
             if end > done:
                 done = end
         self._hbm_free = hbm_free
-        return done, (engines, starts, ends, sizes, waits)
+        return max(done, gen_end), (engines, starts, ends, sizes, waits)
