@@ -296,7 +296,7 @@ class NkiTensor(TensorSurface, TileOperators):
         else:
             key = key if isinstance(key, tuple) else (key,)
             cache_key = view_key(key)
-            if len(key) == 1 and isinstance(key[0], MaskExpr):  # t[mask]: mask_view.py
+            if len(key) == 1 and isinstance(key[0], (MaskExpr, bool, np.bool_)):  # t[mask]
                 from .mask_view import mask_view
                 return mask_view(self, key[0])
         if cache_key is not None:  # ints and slices: the fast path, cached (views never change)
