@@ -63,7 +63,10 @@ def _case(draw: st.DrawFn) -> tuple[TensorDecl, tuple, tuple]:
 
 def _general(view: NkiTensor, key: tuple) -> tuple:
     """What the general path gives: the view's geometry or the error (an on-chip tile indexed
-    past its axes by unit indices is its [.., 1] relabelling, as NkiTensor.__getitem__ does)."""
+    past its axes by unit indices is its [.., 1] relabelling, as NkiTensor.__getitem__ does).
+    A lone ``True`` is a mask subscript that keeps every element (mask_view.py): the view."""
+    if len(key) == 1 and key[0] is True:
+        return _geometry(view)
     try:
         if view.space is not MemSpace.HBM and trailing_unit_indices(view.ndim, key):
             view = relabel(view, view.shape + (1,) * (len(key) - view.ndim))
@@ -121,7 +124,8 @@ def test_cached_view_does_not_hide_a_bad_index() -> None:
         # only whole views cache (a view of a view is built again): the cache stays bounded
         assert t[1][0:2] is not t[1][0:2]
         with pytest.raises(SimulatorError, match="expected an int, slice"):
-            t[True]
+            t[1, True]  # (a lone t[True] is a mask subscript that keeps all: mask_view.py)
+        assert t[True] is t
         with pytest.raises(SimulatorError, match="expected integer bounds"):
             t[1, 0:2.0]
 
