@@ -50,6 +50,31 @@ def _newer_api_hint(sig: inspect.Signature, args: tuple[Any, ...], kwargs: dict[
     return ""
 
 
+def _dtype_position(sig: inspect.Signature) -> int | None:
+    """The position at which ``dtype`` can be passed positionally (``nisa.iota(expr, dtype)``),
+    else None."""
+    for i, p in enumerate(sig.parameters.values()):
+        if p.name == "dtype":
+            return i if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD else None
+    return None
+
+
+def _mark_cast(result: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+               pos: int | None) -> Any:
+    """Note on the pending instruction whose result is ``result`` that the kernel gave its
+    output dtype (``dtype=``): assigned into a tile of another dtype, it rounds to its own
+    dtype first and is then copied (docs/frontend.md "Data types")."""
+    dtype = kwargs.get("dtype")
+    if dtype is None and pos is not None and pos < len(args):
+        dtype = args[pos]
+    if dtype is not None:
+        tr = _tracer.active_or_none()
+        op = tr.pending if tr is not None else None
+        if op is not None and op.result is result:
+            op.dtype_given = True
+    return result
+
+
 def _flags(sig: inspect.Signature) -> tuple[tuple[str, int | None], ...]:
     """The flag parameters of ``sig`` (default True or False), with their positions when they
     can be passed positionally."""
@@ -84,6 +109,7 @@ def accepts_name(fn: Callable[..., Any], api: str) -> Callable[..., Any]:
     reporting arguments that do not fit its signature, and flags that are not bools, as a
     KernelError."""
     flags = _flags(inspect.signature(fn))
+    dtype_at = _dtype_position(inspect.signature(fn))
 
     @functools.wraps(fn)
     def call(*args: Any, name: Any = None, **kwargs: Any) -> Any:
@@ -93,7 +119,7 @@ def accepts_name(fn: Callable[..., Any], api: str) -> Callable[..., Any]:
         if flags:
             _check_flags(api, flags, args, kwargs)
         try:
-            return fn(*args, **kwargs)
+            return _mark_cast(fn(*args, **kwargs), args, kwargs, dtype_at)
         except TypeError:
             # Only a call that does not fit the signature becomes a KernelError; a TypeError
             # from further inside keeps its own traceback.
@@ -116,6 +142,7 @@ def known_keywords(fn: Callable[..., Any], api: str) -> Callable[..., Any]:
     accepted = frozenset(named) | {"name"}
     flags = _flags(sig)
     keeps_name = "name" in named
+    dtype_at = _dtype_position(sig)
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
@@ -134,7 +161,7 @@ def known_keywords(fn: Callable[..., Any], api: str) -> Callable[..., Any]:
         if flags:
             _check_flags(api, flags, args, kwargs)
         try:
-            return fn(*args, **kwargs)
+            return _mark_cast(fn(*args, **kwargs), args, kwargs, dtype_at)
         except TypeError:
             err = _argument_error(fn, api, args, kwargs)
             if err is None:

@@ -104,6 +104,9 @@ class PendingOp:
     #: what to record instead when no destination is given and a fresh tile is allocated (an
     #: op that reads its destination has nothing to read then)
     fresh: PendingOp | None = None
+    #: the kernel gave the output dtype (``dtype=``): assigned into a tile of another dtype,
+    #: the result rounds to its own dtype and is then copied, not written straight in
+    dtype_given: bool = False
 
 
 _ACTIVE: ContextVar[Tracer | None] = ContextVar("neuroncore_sim_tracer", default=None)

@@ -49,7 +49,8 @@ def assign(target: NkiTensor, value: Any) -> None:
                       f"GpSimd cannot access PSUM; expected an SBUF destination, found psum "
                       f"tile {target.tensor.name}")
     fits = op is not None and (_can_write(op.engine, target.space) and (
-        value.shape == target.shape or same_layout(value.shape, target.shape)))
+        value.shape == target.shape or same_layout(value.shape, target.shape))
+        and not (op.dtype_given and value.dtype != target.dtype))
     if op is not None and op.reads_dst is not None and not fits:
         # nl.loop_reduce: the destination is also an operand, so it must be one VectorE reads
         raise tr.fail(ShapeError, f"assignment of a {op.opcode.value} that reads its "
