@@ -30,8 +30,6 @@ from ..operands import ON_CHIP, engine_arg, mask_box, operand
 from ..operands import fail as _fail
 from ..tensor import NkiTensor
 
-#: Public names re-exported as ``nki.isa.<name>``.
-EXPORTS = ("tensor_copy_dynamic_src", "tensor_copy_dynamic_dst")
 #: Engines that run tensor_copy_dynamic_src / _dst (nki.isa docs).
 COPY_ENGINES = (Engine.VECTOR, Engine.SCALAR, Engine.GPSIMD)
 

@@ -14,8 +14,6 @@ from .selection import v3_error
 from ..operands import fail as _fail, op_name, require_tile as _tile
 from ..tensor import NkiTensor
 
-#: Public names re-exported as ``nki.isa.<name>``.
-EXPORTS = ("dma_copy", "dma_transpose")
 
 
 def dma_copy(*, dst: Any, src: Any, mask: Any = None, dst_rmw_op: Any = None,
