@@ -18,7 +18,7 @@ from ..errors import (AccessError, DTypeError, KernelError, MemorySpaceError, Sh
                       UnsupportedError)
 from ..program.ir import Access, Engine, MemSpace, Opcode
 from . import tracer as _tracer
-from .mask_view import (_NO_MASK, box_mask, carried_box, mask_box,  # noqa: F401
+from .index.mask_view import (_NO_MASK, box_mask, carried_box, mask_box,  # noqa: F401
                         refuse_carried)  # (operands.mask_box: the modules' import)
 from .tensor import NkiTensor
 

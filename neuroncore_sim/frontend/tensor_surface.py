@@ -24,8 +24,8 @@ from ..errors import AccessError, KernelError, ShapeError, UnsupportedError
 from ..program.ir import MemSpace
 from . import tracer as _tracer
 from .dtype_view import resized_view
-from .index_expr import SplitExpr, common
-from .indexing import AttributeAccessError, IndexExpr, _is_int, _unsupported
+from .index.index_expr import SplitExpr, common
+from .index.indexing import AttributeAccessError, IndexExpr, _is_int, _unsupported
 
 if TYPE_CHECKING:
     from .tensor import NkiTensor

@@ -40,8 +40,8 @@ from ..program.ir import (Access, Engine, Instruction, MemSpace, Opcode, Placeme
                           Program, SourceLoc, TensorDecl)
 from ..program.layout import geometry_memo, shared_attrs
 from .loopcheck import loop_carried_reads
-from .mask_bool import leftover, pending_masks
-from .view_cache import ViewCache
+from .index.mask_bool import leftover, pending_masks
+from .index.view_cache import ViewCache
 from .once_traced import entry_indices, restore_indices
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep

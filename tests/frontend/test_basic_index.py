@@ -1,4 +1,4 @@
-"""The int/slice indexing fast path (frontend/basic_index.py) against the general path.
+"""The int/slice indexing fast path (frontend/index/basic_index.py) against the general path.
 
 Wherever the fast path answers, it must give the view the general path
 (``NkiTensor._index_basic``) gives; and ``t[key]`` (fast path, cached views) must give the same
@@ -15,9 +15,9 @@ from hypothesis import given, settings, strategies as st
 from neuroncore_sim.config import load_config
 from neuroncore_sim.dtypes import float32
 from neuroncore_sim.errors import SimulatorError
-from neuroncore_sim.frontend.basic_index import basic_index, view_key
+from neuroncore_sim.frontend.index.basic_index import basic_index, view_key
 from neuroncore_sim.frontend.broadcast import relabel
-from neuroncore_sim.frontend.indexing import trailing_unit_indices
+from neuroncore_sim.frontend.index.indexing import trailing_unit_indices
 from neuroncore_sim.frontend.tensor import NkiTensor
 from neuroncore_sim.frontend.tracer import Tracer
 from neuroncore_sim.program.ir import MemSpace, Program, TensorDecl
@@ -134,7 +134,7 @@ def test_whole_views_keep_few_views_of_hbm_tensors() -> None:
     """A whole view caches the views it hands out, up to VIEW_CACHE_SIZE for a tile and
     HBM_VIEW_CACHE_SIZE for an HBM tensor (indexed with ever new slices: its cache would only
     hold memory); the latest views stay cached."""
-    from neuroncore_sim.frontend.basic_index import HBM_VIEW_CACHE_SIZE, VIEW_CACHE_SIZE
+    from neuroncore_sim.frontend.index.basic_index import HBM_VIEW_CACHE_SIZE, VIEW_CACHE_SIZE
 
     with Tracer(Program("t"), load_config(None)).active():
         for space, bound in ((MemSpace.HBM, HBM_VIEW_CACHE_SIZE),

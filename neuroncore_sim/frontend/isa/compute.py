@@ -20,9 +20,9 @@ from ...dtypes import dtype_name, float32, is_float, promote, to_dtype
 from ...errors import DTypeError, KernelError, MemorySpaceError, ShapeError, UnsupportedError
 from ...program.ir import Engine, MemSpace, Opcode
 from .. import tracer as _tracer
-from ..indexing import IndexExpr, MaskExpr, permuted_mask
-from ..mask_bool import resolve as resolve_mask
-from ..mask_view import box_mask, carried_box, is_empty
+from ..index.indexing import IndexExpr, MaskExpr, permuted_mask
+from ..index.mask_bool import resolve as resolve_mask
+from ..index.mask_view import box_mask, carried_box, is_empty
 from ..operands import fail as _fail, require_tile as _tile
 from ..operands import engine_arg, issue, op_name, require_matmul_dtype, scalar_value, shape_arg
 from ..broadcast import free_broadcast, per_partition

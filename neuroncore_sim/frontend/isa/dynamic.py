@@ -25,7 +25,7 @@ from ...errors import (AccessError, DTypeError, KernelError, MemorySpaceError, S
                       UnsupportedError)
 from ...program.ir import Engine, MemSpace, Opcode
 from .. import tracer as _tracer
-from ..indexing import DynamicIndex
+from ..index.indexing import DynamicIndex
 from ..operands import ON_CHIP, engine_arg, mask_box, operand
 from ..operands import fail as _fail
 from ..tensor import NkiTensor

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import KernelError, UnsupportedError
-from ..program.ir import Affine, Predicate
-from . import tracer as _tracer
+from ...errors import KernelError, UnsupportedError
+from ...program.ir import Affine, Predicate
+from .. import tracer as _tracer
 from .indexing import MaskExpr, arange
 from .mask_bool import resolve
 
