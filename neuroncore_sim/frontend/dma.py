@@ -17,7 +17,7 @@ from .alloc import full, ndarray
 from .hbm_offset import offset_sources
 from .indirect import IndirectView, dma_indirect, gather, oob_name
 from .operands import issue
-from .tensor import NkiTensor
+from .tensors.tensor import NkiTensor
 from .transfer import DMA_SPACES as _DMA_SPACES, dma_move
 
 def _extra_keywords(tr: _tracer.Tracer, what: str, extra: dict[str, Any],

@@ -20,7 +20,7 @@ from ..program.ir import Access, Engine, MemSpace, Opcode
 from . import tracer as _tracer
 from .index.mask_view import (_NO_MASK, box_mask, carried_box, mask_box,  # noqa: F401
                         refuse_carried)  # (operands.mask_box: the modules' import)
-from .tensor import NkiTensor
+from .tensors.tensor import NkiTensor
 
 ON_CHIP = (MemSpace.SBUF, MemSpace.PSUM)
 

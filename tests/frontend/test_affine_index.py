@@ -15,7 +15,7 @@ from neuroncore_sim.config import load_config
 from neuroncore_sim.dtypes import float32
 from neuroncore_sim.errors import SimulatorError
 from neuroncore_sim.frontend.index.indexing import IndexExpr
-from neuroncore_sim.frontend.tensor import NkiTensor
+from neuroncore_sim.frontend.tensors.tensor import NkiTensor
 from neuroncore_sim.frontend.tracer import Tracer
 from neuroncore_sim.program.ir import MemSpace, Program, TensorDecl
 

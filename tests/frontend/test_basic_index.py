@@ -18,7 +18,7 @@ from neuroncore_sim.errors import SimulatorError
 from neuroncore_sim.frontend.index.basic_index import basic_index, view_key
 from neuroncore_sim.frontend.broadcast import relabel
 from neuroncore_sim.frontend.index.indexing import trailing_unit_indices
-from neuroncore_sim.frontend.tensor import NkiTensor
+from neuroncore_sim.frontend.tensors.tensor import NkiTensor
 from neuroncore_sim.frontend.tracer import Tracer
 from neuroncore_sim.program.ir import MemSpace, Program, TensorDecl
 

@@ -29,7 +29,7 @@ from ..broadcast import free_broadcast, per_partition
 from .. import rng as _rng
 from .selection import v3_error
 from .transpose_blocks import vector_block_transpose
-from ..tensor import NkiTensor
+from ..tensors.tensor import NkiTensor
 
 
 class engine(enum.IntEnum):  # noqa: N801  (name and values as in nki.isa)

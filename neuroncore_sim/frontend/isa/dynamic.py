@@ -28,7 +28,7 @@ from .. import tracer as _tracer
 from ..index.indexing import DynamicIndex
 from ..operands import ON_CHIP, engine_arg, mask_box, operand
 from ..operands import fail as _fail
-from ..tensor import NkiTensor
+from ..tensors.tensor import NkiTensor
 
 #: Engines that run tensor_copy_dynamic_src / _dst (nki.isa docs).
 COPY_ENGINES = (Engine.VECTOR, Engine.SCALAR, Engine.GPSIMD)

@@ -21,7 +21,7 @@ from .. import tracer as _tracer
 from ..operands import fail as _fail, require_tile as _tile
 from ..operands import issue, issue_into, mask_box, op_name, operand, scalar_value
 from ..broadcast import per_partition
-from ..tensor import NkiTensor
+from ..tensors.tensor import NkiTensor
 
 #: Elements per partition max8 / nc_find_index8 / nc_match_replace8 accept (API reference).
 TOPK_MIN_ELEMENTS, TOPK_MAX_ELEMENTS = 8, 16384

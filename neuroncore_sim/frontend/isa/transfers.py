@@ -12,7 +12,7 @@ from ...errors import MemorySpaceError
 from ...program.ir import MemSpace
 from .selection import v3_error
 from ..operands import fail as _fail, op_name, require_tile as _tile
-from ..tensor import NkiTensor
+from ..tensors.tensor import NkiTensor
 
 
 

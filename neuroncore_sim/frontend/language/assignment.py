@@ -16,7 +16,7 @@ from .. import tracer as _tracer
 from ..alloc import fill
 from ..broadcast import broadcast_error, common_shape, expand, padded, relabel, same_layout
 from ..operands import ON_CHIP, checked_access, dropped, issue_into
-from ..tensor import NkiTensor
+from ..tensors.tensor import NkiTensor
 from ..transfer import dma_move
 from .nlmath import binary, partition_broadcast
 
