@@ -155,3 +155,26 @@ def test_scalar_tensor_tensor_operands_that_do_not_broadcast_are_an_error():
                                   op1=nl.add, operand1=nl.load(b))
     expect_error(ShapeError, r"scalar_tensor_tensor.*\[8, 6\].*\[8, 4\]", kernel,
                  np.zeros((8, 6), F32), np.zeros((8, 4), F32))
+
+
+@pytest.mark.api("nki.language.loop_reduce")
+def test_loop_reduce_dtype_must_be_its_destinations():
+    """nl.loop_reduce reads its destination, so it cannot round through a dtype of its own."""
+    x = np.random.default_rng(10).normal(size=(8, 8)).astype(F32)
+
+    def good(a):
+        out = nl.ndarray((8, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.zeros((8, 8), nl.float32, buffer=nl.sbuf)
+        for i in nl.affine_range(2):
+            acc[...] = nl.loop_reduce(nl.load(a), np.add, loop_indices=[i], dtype=nl.float32)
+        nl.store(out, value=acc)
+        return out
+
+    def bad(a):
+        acc = nl.zeros((8, 8), nl.float32, buffer=nl.sbuf)
+        for i in nl.affine_range(2):
+            acc[...] = nl.loop_reduce(nl.load(a), np.add, loop_indices=[i],  # BAD
+                                      dtype=nl.bfloat16)
+    np.testing.assert_allclose(run(good, x), 2 * x, rtol=1e-6)
+    expect_error(DTypeError, r"nl.loop_reduce\): dtype= must be the destination's; expected "
+                 r"float32, found bfloat16", bad, x)
