@@ -15,7 +15,7 @@ import numpy as np
 
 from .errors import KernelError, ReturnValueWarning, UnwrittenOutputWarning
 from .frontend import tracer as _tracer
-from .frontend.tensor import NkiTensor
+from .frontend.tensors.tensor import NkiTensor
 from .program.ir import Access, MemSpace
 from .program.layout import tensor_elements
 from .values.execute import Executor

@@ -44,7 +44,7 @@ from .values.execute import Executor
 from .values.fast.executor import FastExecutor
 from .values.fast.pipeline import PipelinedExecutor
 from .frontend import tracer as _tracer
-from .frontend.tensor import NkiTensor
+from .frontend.tensors.tensor import NkiTensor
 from .frontend.typing import TensorType
 from .program.ir import MemSpace, Program
 from .result import SimResult

@@ -89,7 +89,7 @@ STAGE_WALLS: dict[str, frozenset[str]] = {
 OPEN_LAYERS = frozenset({0, 5, 7})
 
 #: The one import edge allowed to close a cycle, and why.
-ALLOWED_CYCLE_EDGE = ("frontend.tensor", "frontend.language")
+ALLOWED_CYCLE_EDGE = ("frontend.tensors.tensor", "frontend.language")
 ALLOWED_CYCLE_REASON = ("operators on tiles (t + u, t * 2, ...) are nl calls: tensor.py forwards "
                         "them to nl, which itself takes tiles; so are assignments (t[...] = x, "
                         "t += x) and the views only DMAs and instructions take (t[idx_tile], "
@@ -443,7 +443,7 @@ def test_tables_are_consistent() -> None:
 
 #: The front end's facades (nl, nisa) -> the front-end modules allowed to import them. The
 #: modules below a facade import the module that defines a name, never the facade (issue 13).
-FRONTEND_FACADES = {"frontend.language": {"frontend.tensor"}, "frontend.isa": set()}
+FRONTEND_FACADES = {"frontend.language": {"frontend.tensors.tensor"}, "frontend.isa": set()}
 
 
 def test_front_end_facades_are_imported_from_above_only() -> None:
@@ -455,6 +455,37 @@ def test_front_end_facades_are_imported_from_above_only() -> None:
         inside = {m for m in importers if m.startswith("frontend.")} - allowed
         assert not inside, f"{sorted(inside)} import the facade {facade}; import the module " \
                            "that defines the name instead"
+
+
+#: The front end's sub-packages from the bottom up, each with the flat front-end modules it may
+#: import besides itself and the sub-packages below it (docs/architecture.md): index expressions
+#: and masks sit on the tracer's own bottom modules; tensors on them.
+FRONTEND_BOTTOM = frozenset({"frontend.tracer", "frontend.once_traced", "frontend.loopcheck"})
+FRONTEND_SUBPACKAGES = ("frontend.index", "frontend.tensors")
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_front_end_sub_packages_import_only_below() -> None:
+    """frontend/index/ imports nothing of the front end but itself and the tracer's bottom
+    modules; frontend/tensors/ adds frontend/index/ (and the allowed edge to nl)."""
+    graph = import_graph(PACKAGE_DIR)
+    edge = tuple(f"{PACKAGE}.{m}" for m in ALLOWED_CYCLE_EDGE)
+    bad = []
+    for level, package in enumerate(FRONTEND_SUBPACKAGES):
+        below = FRONTEND_SUBPACKAGES[:level + 1]
+        for m, targets in graph.items():
+            if not _within(_short(m), package):
+                continue
+            for t in targets:
+                short = _short(t)
+                if (not short.startswith("frontend.") or short in FRONTEND_BOTTOM
+                        or any(_within(short, p) for p in below) or (m, t) == edge):
+                    continue
+                bad.append(f"{_short(m)} -> {short}")
+    assert not bad, f"front-end sub-packages import above them: {sorted(bad)}"
 
 
 # --- tests: the checker can fail --------------------------------------------------------------
@@ -569,7 +600,7 @@ def test_same_folder_and_open_layers_are_allowed() -> None:
     assert may_import("neuroncore_sim.simulate", "neuroncore_sim.result")
     assert may_import("neuroncore_sim.cli", "neuroncore_sim.sweep.run")
     assert may_import("neuroncore_sim.report.tables", "neuroncore_sim.timing.analysis")
-    assert not may_import("neuroncore_sim.values.memory", "neuroncore_sim.frontend.tensor")
+    assert not may_import("neuroncore_sim.values.memory", "neuroncore_sim.frontend.tensors.tensor")
     assert not may_import("neuroncore_sim.report.plot", "neuroncore_sim.cli")
     assert may_import("neuroncore_sim.timing.engines", "neuroncore_sim.compiler.schedule")
     assert not may_import("neuroncore_sim.compiler.schedule", "neuroncore_sim.timing.cost")
@@ -579,18 +610,18 @@ def test_cycles_are_found(tmp_path: Path) -> None:
     """A cycle inside one folder (lazy import included) is reported; the allowed edge alone
     does not make one, and a cycle through other edges is still found."""
     graph = {f"{PACKAGE}.{a}": {f"{PACKAGE}.{b}" for b in bs} for a, bs in {
-        "frontend.tensor": {"frontend.language"},
-        "frontend.language": {"frontend.tensor", "frontend.isa"},
+        "frontend.tensors.tensor": {"frontend.language"},
+        "frontend.language": {"frontend.tensors.tensor", "frontend.isa"},
         "frontend.isa": {"frontend.dma"},
         "frontend.dma": {"frontend.isa"},
         "values.memory": set(),
     }.items()}
     cycles = import_cycles(graph, ALLOWED_CYCLE_EDGE)
     assert {_short_set(c) for c in cycles} == {frozenset({"frontend.isa", "frontend.dma"})}
-    graph[f"{PACKAGE}.frontend.tensor"].add(f"{PACKAGE}.frontend.isa")
-    graph[f"{PACKAGE}.frontend.isa"].add(f"{PACKAGE}.frontend.tensor")
+    graph[f"{PACKAGE}.frontend.tensors.tensor"].add(f"{PACKAGE}.frontend.isa")
+    graph[f"{PACKAGE}.frontend.isa"].add(f"{PACKAGE}.frontend.tensors.tensor")
     cycles = {_short_set(c) for c in import_cycles(graph, ALLOWED_CYCLE_EDGE)}
-    assert cycles == {frozenset({"frontend.tensor", "frontend.isa", "frontend.dma"})}
+    assert cycles == {frozenset({"frontend.tensors.tensor", "frontend.isa", "frontend.dma"})}
     root = _make_tree(tmp_path, {"values/memory.py": "def f():\n    from . import execute\n",
                                  "values/execute.py": "from .memory import M\n"})
     assert import_cycles(import_graph(root)) == {

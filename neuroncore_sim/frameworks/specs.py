@@ -24,7 +24,7 @@ import numpy as np
 
 from ..dtypes import to_dtype
 from ..errors import KernelError
-from ..frontend.tensor import NkiTensor
+from ..frontend.tensors.tensor import NkiTensor
 from ..frontend.typing import TensorType
 from ..simulate import trace
 

@@ -22,10 +22,10 @@ from ..errors import (CapacityError, KernelError, ShapeError, UnsupportedAttribu
 from ..program.ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
 # the buffers live in buffers.py (tensor views name them too); re-exported for nl
-from .buffers import Buffer, hbm, private_hbm, psum, sbuf, shared_hbm  # noqa: F401
+from .tensors.buffers import Buffer, hbm, private_hbm, psum, sbuf, shared_hbm  # noqa: F401
 from .isa.compute import memset
 from .operands import issue_into, scalar_value, shape_arg, start_partition_error
-from .tensor import NkiTensor
+from .tensors.tensor import NkiTensor
 from .transfer import dma_move
 
 

@@ -28,9 +28,57 @@ def _argument_error(fn: Callable[..., Any], api: str, args: tuple[Any, ...],
         sig.bind(*args, **kwargs)
     except TypeError as e:
         accepted = ", ".join(p for p in sig.parameters if not p.startswith("_")) + ", name"
+        hint = _newer_api_hint(sig, args, kwargs)
+        precise = _accumulator_error(sig, api, args) or (
+            None if hint else _twice_error(sig, api, args, kwargs))
         return _tracer.current().fail(
-            KernelError, f"{api}: {e} (it takes: {accepted}){_newer_api_hint(sig, args, kwargs)}")
+            KernelError, precise or f"{api}: {e} (it takes: {accepted}){hint}")
     return None
+
+
+def _positional(sig: inspect.Signature) -> list[str]:
+    return [p.name for p in sig.parameters.values()
+            if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                          inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+
+
+def _shown(x: Any) -> str:
+    """An argument as a message shows it (a tile by its memory, shape and dtype)."""
+    space = getattr(getattr(x, "space", None), "value", None)
+    if space is not None and hasattr(x, "shape"):
+        return f"a {space} tile {list(x.shape)} {np.dtype(x.dtype).name}"
+    return getattr(x, "__name__", None) or type(x).__name__
+
+
+def _accumulator_error(sig: inspect.Signature, api: str, args: tuple[Any, ...]) -> str | None:
+    """One positional argument too many, a PSUM tile, after operands that are not in PSUM:
+    the kernel means an accumulator (``nisa.nc_matmul(s, m, acc)``), which NKI 2.2x writes
+    ``acc += nisa.nc_matmul(s, m)``. (A PSUM tile first is the newer API's dst: another hint.)"""
+    names = _positional(sig)
+    if len(args) != len(names) + 1 or not names:
+        return None
+    if (getattr(getattr(args[-1], "space", None), "value", None) != "psum"
+            or getattr(getattr(args[0], "space", None), "value", None) == "psum"):
+        return None
+    return (f"{api}: expected {len(names)} positional arguments ({', '.join(names)}), found "
+            f"{len(args)}: the last, {_shown(args[-1])}, looks like an accumulator; the "
+            f"instruction returns its result, so accumulate into the PSUM tile with "
+            f"`acc += {api}({', '.join(names)})` (or `acc[...] += ...`)")
+
+
+def _twice_error(sig: inspect.Signature, api: str, args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> str | None:
+    """A parameter given both positionally and by keyword (``nisa.tensor_reduce(np.add, t,
+    1, op=np.add)``, or ``tensor_reduce(t, op=np.add, ...)``, whose tile fills ``op``)."""
+    names = _positional(sig)
+    twice = [(i, n) for i, n in enumerate(names[:len(args)]) if n in kwargs]
+    if not twice:
+        return None
+    i, n = twice[0]
+    order = ", ".join(names[:max(len(args), 3)])
+    return (f"{api}: {n} given twice: as positional argument {i + 1} (found "
+            f"{_shown(args[i])}) and as {n}=; expected it once (the positional order is "
+            f"{order}; pass the others by keyword, e.g. {api}({n}=..., ...))")
 
 
 def _newer_api_hint(sig: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -38,7 +86,9 @@ def _newer_api_hint(sig: inspect.Signature, args: tuple[Any, ...], kwargs: dict[
     """A hint when the call has the shape of the newer NKI API's (``nisa.X(dst, ...)`` or
     ``dst=``: destination first, nothing returned)."""
     rest = {k: v for k, v in kwargs.items() if k != "dst"}
-    shapes = [(args, rest)] + ([(args[1:], rest)] if args and "dst" not in kwargs else [])
+    first_is_tile = bool(args) and hasattr(args[0], "space")  # (the newer API's dst)
+    shapes = [(args, rest)] + ([(args[1:], rest)] if first_is_tile and "dst" not in kwargs
+                               else [])
     for a, kw in shapes:
         try:
             sig.bind(*a, **kw)
@@ -48,6 +98,31 @@ def _newer_api_hint(sig: inspect.Signature, args: tuple[Any, ...], kwargs: dict[
                 "2.27+); neuroncore_sim runs the neuronxcc.nki API of NeuronCore-v2, where an "
                 "instruction returns its result: t = nisa.<instruction>(...)")
     return ""
+
+
+def _dtype_position(sig: inspect.Signature) -> int | None:
+    """The position at which ``dtype`` can be passed positionally (``nisa.iota(expr, dtype)``),
+    else None."""
+    for i, p in enumerate(sig.parameters.values()):
+        if p.name == "dtype":
+            return i if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD else None
+    return None
+
+
+def _mark_cast(result: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+               pos: int | None) -> Any:
+    """Note on the pending instruction whose result is ``result`` that the kernel gave its
+    output dtype (``dtype=``): assigned into a tile of another dtype, it rounds to its own
+    dtype first and is then copied (docs/frontend.md "Data types")."""
+    dtype = kwargs.get("dtype")
+    if dtype is None and pos is not None and pos < len(args):
+        dtype = args[pos]
+    if dtype is not None:
+        tr = _tracer.active_or_none()
+        op = tr.pending if tr is not None else None
+        if op is not None and op.result is result:
+            op.dtype_given = True
+    return result
 
 
 def _flags(sig: inspect.Signature) -> tuple[tuple[str, int | None], ...]:
@@ -84,6 +159,7 @@ def accepts_name(fn: Callable[..., Any], api: str) -> Callable[..., Any]:
     reporting arguments that do not fit its signature, and flags that are not bools, as a
     KernelError."""
     flags = _flags(inspect.signature(fn))
+    dtype_at = _dtype_position(inspect.signature(fn))
 
     @functools.wraps(fn)
     def call(*args: Any, name: Any = None, **kwargs: Any) -> Any:
@@ -93,7 +169,7 @@ def accepts_name(fn: Callable[..., Any], api: str) -> Callable[..., Any]:
         if flags:
             _check_flags(api, flags, args, kwargs)
         try:
-            return fn(*args, **kwargs)
+            return _mark_cast(fn(*args, **kwargs), args, kwargs, dtype_at)
         except TypeError:
             # Only a call that does not fit the signature becomes a KernelError; a TypeError
             # from further inside keeps its own traceback.
@@ -116,6 +192,7 @@ def known_keywords(fn: Callable[..., Any], api: str) -> Callable[..., Any]:
     accepted = frozenset(named) | {"name"}
     flags = _flags(sig)
     keeps_name = "name" in named
+    dtype_at = _dtype_position(sig)
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
@@ -134,7 +211,7 @@ def known_keywords(fn: Callable[..., Any], api: str) -> Callable[..., Any]:
         if flags:
             _check_flags(api, flags, args, kwargs)
         try:
-            return fn(*args, **kwargs)
+            return _mark_cast(fn(*args, **kwargs), args, kwargs, dtype_at)
         except TypeError:
             err = _argument_error(fn, api, args, kwargs)
             if err is None:

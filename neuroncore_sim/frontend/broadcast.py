@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import ShapeError
 from .operands import fail, require_tile
-from .tensor import NkiTensor
+from .tensors.tensor import NkiTensor
 
 
 def padded(shape: tuple[int, ...], ndim: int) -> tuple[int, ...]:

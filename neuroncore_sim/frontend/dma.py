@@ -17,7 +17,7 @@ from .alloc import full, ndarray
 from .hbm_offset import offset_sources
 from .indirect import IndirectView, dma_indirect, gather, oob_name
 from .operands import issue
-from .tensor import NkiTensor
+from .tensors.tensor import NkiTensor
 from .transfer import DMA_SPACES as _DMA_SPACES, dma_move
 
 def _extra_keywords(tr: _tracer.Tracer, what: str, extra: dict[str, Any],
@@ -89,16 +89,16 @@ def _dma_transpose(what: str, src: NkiTensor, axes: Any, mask: Any, dtype: Any,
     if axes not in _DMA_TRANSPOSE_AXES[src.ndim]:
         raise tr.fail(KernelError, f"{what} axes: expected "
                       f"{list(_DMA_TRANSPOSE_AXES[src.ndim])}, found {axes}")
-    if mask is not None:
-        from ..errors import UnsupportedError
-        raise tr.fail(UnsupportedError, f"{what}: mask= is not supported yet")
     shape = tuple(src.shape[a] for a in axes)
     if shape[0] > tr.config.num_partitions:
         raise tr.fail(ShapeError, f"{what}: the result's partition dim (src axis {axes[0]}) "
                       f"must be at most {tr.config.num_partitions}, found {shape[0]}")
     out_dtype = to_dtype(dtype, f"{what} dtype") if dtype is not None else src.dtype
+    # a mask ranges over the source's axes (the index expressions of src), as for
+    # nc_transpose: result axis k is source axis axes[k]
     return issue(what, Opcode.DMA_TRANSPOSE, Engine.DMA, shape, out_dtype, {"src": src},
-                 {"axes": axes}, spaces=_DMA_SPACES)
+                 {"axes": axes}, mask=mask, spaces=_DMA_SPACES, mask_shape=src.shape,
+                 out_axes=axes)
 
 
 def store(dst: Any, value: Any, *, mask: Any = None, name: str | None = None,

@@ -18,7 +18,7 @@ from ..errors import DTypeError, KernelError, ShapeError
 from ..program.ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
 from .operands import issue
-from .tensor import NkiTensor
+from .tensors.tensor import NkiTensor
 
 
 def gather_flattened(data: Any, indices: Any, *, mask: Any = None, dtype: Any = None,

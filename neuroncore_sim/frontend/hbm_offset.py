@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import AccessError
 from . import tracer as _tracer
-from .tensor import NkiTensor
+from .tensors.tensor import NkiTensor
 
 
 class OffsetView(NkiTensor):

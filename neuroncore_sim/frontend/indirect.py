@@ -24,9 +24,9 @@ from ..errors import (AccessError, DTypeError, KernelError, MemorySpaceError, Sh
 from ..program.ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
 from .alloc import full, ndarray, sbuf
-from .indexing import IndexExpr
+from .index.indexing import IndexExpr
 from .operands import issue, issue_into, operand
-from .tensor import NkiTensor
+from .tensors.tensor import NkiTensor
 from .transfer import DMA_SPACES as _DMA_SPACES
 
 #: nisa.oob_mode members by value (error = 0, skip = 1) and name.

@@ -33,6 +33,15 @@ def _loop(what: str, args: tuple[Any, ...]) -> range:
         msg = (f"{what}: expected 1 to 3 integer bounds (stop, or start, stop[, step != 0]), "
                f"found {list(args)!r}")
         raise tr.fail(KernelError, msg) if tr is not None else KernelError(msg)
+    from .alloc import par_dim
+    marked = [a for a in args if isinstance(a, par_dim)]
+    if marked:  # an int subclass: Python's range would take it silently
+        tr = _tracer.active_or_none()
+        msg = (f"{what}: expected integer bounds, found nl.par_dim({int(marked[0])}); "
+               f"nl.par_dim marks the partition dim of a tile's shape "
+               f"(nl.ndarray((nl.par_dim(128), 512), ...)), not a loop bound: write "
+               f"{what}({int(marked[0])})")
+        raise tr.fail(KernelError, msg) if tr is not None else KernelError(msg)
     return range(*(int(a) for a in args))
 
 

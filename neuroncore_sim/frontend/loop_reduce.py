@@ -36,9 +36,9 @@ from ..errors import KernelError
 from ..program import ops
 from ..program.ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
-from .mask_bool import _current, _instructions
+from .index.mask_bool import _current, _instructions
 from .operands import issue, issue_into, op_name
-from .tensor import NkiTensor
+from .tensors.tensor import NkiTensor
 
 #: How many instructions after the call the subscript store may be (the target and index
 #: expressions are evaluated after the right-hand side).

@@ -18,9 +18,9 @@ from ..errors import (AccessError, DTypeError, KernelError, MemorySpaceError, Sh
                       UnsupportedError)
 from ..program.ir import Access, Engine, MemSpace, Opcode
 from . import tracer as _tracer
-from .mask_view import (_NO_MASK, box_mask, carried_box, mask_box,  # noqa: F401
+from .index.mask_view import (_NO_MASK, box_mask, carried_box, mask_box,  # noqa: F401
                         refuse_carried)  # (operands.mask_box: the modules' import)
-from .tensor import NkiTensor
+from .tensors.tensor import NkiTensor
 
 ON_CHIP = (MemSpace.SBUF, MemSpace.PSUM)
 
@@ -290,12 +290,20 @@ def with_carried(tr: _tracer.Tracer, srcs: dict[str, NkiTensor], full: tuple[int
     return mask
 
 
+#: Integer dtypes TensorE takes as matmul operands: one byte, so every value is exact in the
+#: float32 the array computes in (our choice, docs/frontend.md "PSUM accumulation groups").
+_BYTE_INTEGERS = frozenset({"uint8", "int8"})
+
+
 def require_matmul_dtype(t: NkiTensor, what: str) -> None:
     """Refuse a matmul operand of a dtype TensorE does not take. The nc_matmul reference (2.2x,
     NeuronCore-v2) and the architecture guide list float8_e4m3, float8_e5m2, bfloat16,
-    float16, tfloat32 and float32 inputs, accumulated in float32; no integer dtype."""
-    if not is_float(t.dtype):
+    float16, tfloat32 and float32 inputs, accumulated in float32; AWS's kernels (partition
+    broadcasts with ``is_*_onezero``, quantized weights) also pass uint8 / int8 bytes, which
+    are exact in float32, so those are taken too. Wider integers are refused."""
+    if not is_float(t.dtype) and dtype_name(t.dtype) not in _BYTE_INTEGERS:
         raise fail(DTypeError, f"{what}: expected a TensorE input dtype (float8_e4m3, "
-                   f"float8_e5m2, bfloat16, float16, tfloat32 or float32; the result "
-                   f"accumulates in float32 PSUM), found {dtype_name(t.dtype)}; convert "
-                   f"integer data first (nl.copy(t, dtype=nl.bfloat16))")
+                   f"float8_e5m2, bfloat16, float16, tfloat32, float32, or 8-bit uint8 / "
+                   f"int8; the result accumulates in float32 PSUM), found "
+                   f"{dtype_name(t.dtype)}; convert wider integer data first "
+                   f"(nl.copy(t, dtype=nl.bfloat16))")

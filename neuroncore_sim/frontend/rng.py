@@ -25,7 +25,7 @@ from ..errors import KernelError, ShapeError
 from ..program.ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
 from .operands import issue, issue_into, scalar_value, shape_arg
-from .tensor import NkiTensor
+from .tensors.tensor import NkiTensor
 
 _KEY = "rng"
 

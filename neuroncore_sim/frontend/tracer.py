@@ -41,8 +41,8 @@ from ..program.ir import (Access, Engine, Instruction, MemSpace, Opcode, Placeme
 from ..program.layout import geometry_memo, shared_attrs
 from .limits import check_loop_nest, too_many
 from .loopcheck import loop_carried_reads
-from .mask_bool import leftover, pending_masks
-from .view_cache import ViewCache
+from .index.mask_bool import leftover, pending_masks
+from .index.view_cache import ViewCache
 from .once_traced import entry_indices, restore_indices
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -105,6 +105,9 @@ class PendingOp:
     #: what to record instead when no destination is given and a fresh tile is allocated (an
     #: op that reads its destination has nothing to read then)
     fresh: PendingOp | None = None
+    #: the kernel gave the output dtype (``dtype=``): assigned into a tile of another dtype,
+    #: the result rounds to its own dtype and is then copied, not written straight in
+    dtype_given: bool = False
 
 
 _ACTIVE: ContextVar[Tracer | None] = ContextVar("neuroncore_sim_tracer", default=None)

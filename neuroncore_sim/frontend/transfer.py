@@ -15,7 +15,7 @@ from ..errors import MemorySpaceError, ShapeError
 from ..program.ir import Engine, MemSpace, Opcode
 from . import tracer as _tracer
 from .operands import issue_into
-from .tensor import NkiTensor
+from .tensors.tensor import NkiTensor
 
 #: The memories the DMA engines reach.
 DMA_SPACES = (MemSpace.HBM, MemSpace.SBUF)

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from ..errors import KernelError, caller_loc, expected, public_entry
 from ..frontend import typing
 from . import compiler, isa, language
-from ..frontend.tensor import NkiTensor as tensor  # ``nki.tensor``: the reference's tensor type
+from ..frontend.tensors.tensor import NkiTensor as tensor  # ``nki.tensor``: the reference's tensor type
 from ..simulate import simulate_launch
 from .kernel import Kernel
 from ..frameworks.config import FrameworkKernel

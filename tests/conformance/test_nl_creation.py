@@ -8,8 +8,9 @@ import pytest
 
 import neuroncore_sim as ncs
 import neuroncore_sim.nki as nki
+import neuroncore_sim.nki.isa as nisa
 import neuroncore_sim.nki.language as nl
-from neuroncore_sim.errors import SimulatorError
+from neuroncore_sim.errors import AccessError, SimulatorError, UnsupportedError
 
 from .helpers import apply, run
 
@@ -200,6 +201,54 @@ def test_load_transpose2d():
     def k(a):
         return _store(nl.load_transpose2d(a))
     np.testing.assert_array_equal(run(k, x), x.T)
+
+
+@pytest.mark.api("nki.language.load_transpose2d")
+def test_load_transpose2d_mask_loads_the_rows_of_a_ragged_matrix():
+    """The mask ranges over the source's index expressions (as nc_transpose's over its input):
+    a 16-row block of a 10-row matrix loads its 10 rows, the rows past the end are not read."""
+    x = RNG.normal(size=(10, 8)).astype(np.float32)
+
+    def k(a):
+        out = nl.ndarray((8, 10), dtype=nl.float32, buffer=nl.shared_hbm)
+        i_p, i_f = nl.arange(16)[:, None], nl.arange(8)[None, :]
+        t = nl.load_transpose2d(a[i_p, i_f], mask=(i_p < 10))
+        j_p, j_f = nl.arange(8)[:, None], nl.arange(16)[None, :]
+        nl.store(out[j_p, j_f], value=t, mask=(j_f < 10))
+        return out
+    np.testing.assert_array_equal(run(k, x), x.T)
+
+
+@pytest.mark.api("nki.isa.dma_transpose")
+def test_dma_transpose_mask_ranges_over_the_source_axes():
+    y = RNG.normal(size=(2, 3, 4)).astype(np.float32)
+
+    def k(a):
+        out = nl.ndarray((3, 3, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+        i0, i1, i2 = nl.mgrid[0:2, 0:3, 0:4]
+        t = nisa.dma_transpose(a[i0, i1, i2], mask=(i2 < 3))
+        nl.store(out, value=t[0:3])
+        return out
+    np.testing.assert_array_equal(run(k, y), y.transpose(2, 1, 0)[0:3])
+
+
+@pytest.mark.api("nki.language.load_transpose2d")
+def test_load_transpose2d_without_a_mask_past_the_end_or_with_a_triangle_is_an_error():
+    x = np.zeros((10, 8), np.float32)
+
+    def past_the_end(a):
+        i_p, i_f = nl.arange(16)[:, None], nl.arange(8)[None, :]
+        nl.load_transpose2d(a[i_p, i_f])
+
+    def triangle(a):
+        i_p, i_f = nl.arange(10)[:, None], nl.arange(8)[None, :]
+        nl.load_transpose2d(a[i_p, i_f], mask=(i_p < i_f))
+    with pytest.raises(AccessError, match=r"test_nl_creation.py:\d+: load_transpose2d src: out "
+                       r"of bounds: index of dim 0 of a \[10, 8\]: expected 0..9, found 0..15"):
+        run(past_the_end, x)
+    with pytest.raises(UnsupportedError, match=r"test_nl_creation.py:\d+: load_transpose2d: a "
+                       r"mask that is not a rectangle over the input \[10, 8\]"):
+        run(triangle, x)
 
 
 @pytest.mark.api("nki.language.tile_size.pmax", "nki.language.tile_size.psum_fmax",

@@ -1,4 +1,4 @@
-"""The affine indexing fast path (frontend/affine_index.py) against the general path.
+"""The affine indexing fast path (frontend/index/affine_index.py) against the general path.
 
 ``t[key]`` for keys of ints and ``nl.arange`` / ``nl.mgrid`` expressions must give the view (or
 the error) the general path (``NkiTensor._index_affine``) gives, the second time too (from the
@@ -14,8 +14,8 @@ from hypothesis import given, settings, strategies as st
 from neuroncore_sim.config import load_config
 from neuroncore_sim.dtypes import float32
 from neuroncore_sim.errors import SimulatorError
-from neuroncore_sim.frontend.indexing import IndexExpr
-from neuroncore_sim.frontend.tensor import NkiTensor
+from neuroncore_sim.frontend.index.indexing import IndexExpr
+from neuroncore_sim.frontend.tensors.tensor import NkiTensor
 from neuroncore_sim.frontend.tracer import Tracer
 from neuroncore_sim.program.ir import MemSpace, Program, TensorDecl
 

@@ -1,4 +1,4 @@
-"""The int/slice indexing fast path (frontend/basic_index.py) against the general path.
+"""The int/slice indexing fast path (frontend/index/basic_index.py) against the general path.
 
 Wherever the fast path answers, it must give the view the general path
 (``NkiTensor._index_basic``) gives; and ``t[key]`` (fast path, cached views) must give the same
@@ -15,10 +15,10 @@ from hypothesis import given, settings, strategies as st
 from neuroncore_sim.config import load_config
 from neuroncore_sim.dtypes import float32
 from neuroncore_sim.errors import SimulatorError
-from neuroncore_sim.frontend.basic_index import basic_index, view_key
+from neuroncore_sim.frontend.index.basic_index import basic_index, view_key
 from neuroncore_sim.frontend.broadcast import relabel
-from neuroncore_sim.frontend.indexing import trailing_unit_indices
-from neuroncore_sim.frontend.tensor import NkiTensor
+from neuroncore_sim.frontend.index.indexing import trailing_unit_indices
+from neuroncore_sim.frontend.tensors.tensor import NkiTensor
 from neuroncore_sim.frontend.tracer import Tracer
 from neuroncore_sim.program.ir import MemSpace, Program, TensorDecl
 
@@ -63,7 +63,10 @@ def _case(draw: st.DrawFn) -> tuple[TensorDecl, tuple, tuple]:
 
 def _general(view: NkiTensor, key: tuple) -> tuple:
     """What the general path gives: the view's geometry or the error (an on-chip tile indexed
-    past its axes by unit indices is its [.., 1] relabelling, as NkiTensor.__getitem__ does)."""
+    past its axes by unit indices is its [.., 1] relabelling, as NkiTensor.__getitem__ does).
+    A lone ``True`` is a mask subscript that keeps every element (mask_view.py): the view."""
+    if len(key) == 1 and key[0] is True:
+        return _geometry(view)
     try:
         if view.space is not MemSpace.HBM and trailing_unit_indices(view.ndim, key):
             view = relabel(view, view.shape + (1,) * (len(key) - view.ndim))
@@ -121,7 +124,8 @@ def test_cached_view_does_not_hide_a_bad_index() -> None:
         # only whole views cache (a view of a view is built again): the cache stays bounded
         assert t[1][0:2] is not t[1][0:2]
         with pytest.raises(SimulatorError, match="expected an int, slice"):
-            t[True]
+            t[1, True]  # (a lone t[True] is a mask subscript that keeps all: mask_view.py)
+        assert t[True] is t
         with pytest.raises(SimulatorError, match="expected integer bounds"):
             t[1, 0:2.0]
 
@@ -130,7 +134,7 @@ def test_whole_views_keep_few_views_of_hbm_tensors() -> None:
     """A whole view caches the views it hands out, up to VIEW_CACHE_SIZE for a tile and
     HBM_VIEW_CACHE_SIZE for an HBM tensor (indexed with ever new slices: its cache would only
     hold memory); the latest views stay cached."""
-    from neuroncore_sim.frontend.basic_index import HBM_VIEW_CACHE_SIZE, VIEW_CACHE_SIZE
+    from neuroncore_sim.frontend.index.basic_index import HBM_VIEW_CACHE_SIZE, VIEW_CACHE_SIZE
 
     with Tracer(Program("t"), load_config(None)).active():
         for space, bound in ((MemSpace.HBM, HBM_VIEW_CACHE_SIZE),

@@ -1,4 +1,4 @@
-"""``t.view(dtype)`` with a dtype of another element size (frontend/dtype_view.py).
+"""``t.view(dtype)`` with a dtype of another element size (frontend/tensors/dtype_view.py).
 
 As numpy's ``ndarray.view``: the last dim scales by old size / new size, on chip the partition
 dim never changes, and the view names the same bytes, for the values (writes through either

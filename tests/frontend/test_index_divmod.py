@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 import neuroncore_sim as ncs
 from neuroncore_sim.errors import SimulatorError, UnsupportedError
-from neuroncore_sim.frontend.index_expr import SplitExpr
+from neuroncore_sim.frontend.index.index_expr import SplitExpr
 import neuroncore_sim.nki.language as nl
 
 RNG = np.random.default_rng(11)

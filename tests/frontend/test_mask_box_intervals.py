@@ -1,12 +1,12 @@
 """``mask_box`` finds the box of a mask made of one-axis comparisons (tile bounds, the usual
-``mask=``) without evaluating it over a grid (frontend/mask_view.py ``_intervals``, a speed
+``mask=``) without evaluating it over a grid (frontend/index/mask_view.py ``_intervals``, a speed
 path): the same box, residual and emptiness as the grid, on random comparisons."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 
-from neuroncore_sim.frontend import mask_view
+from neuroncore_sim.frontend.index import mask_view
 from neuroncore_sim.program.ir import Affine, Predicate
 
 OPS = ["<", "<=", ">", ">=", "==", "!="]

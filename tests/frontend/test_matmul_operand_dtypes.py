@@ -2,8 +2,9 @@
 
 The nc_matmul reference and the architecture guide list the TensorE input dtypes: float8_e4m3,
 float8_e5m2, bfloat16, float16, tfloat32 and float32, accumulated in float32 PSUM. Each works
-(checked against numpy on the values the dtype holds); an integer operand (uint8, int8, int32)
-is the kernel's error, a DTypeError at its line, for nisa.nc_matmul and nl.matmul alike.
+(checked against numpy on the values the dtype holds). Byte integers (uint8, int8), which AWS's
+kernels pass, are exact in float32 and taken too; a wider integer operand (int32, uint16) is the
+kernel's error, a DTypeError at its line, for nisa.nc_matmul and nl.matmul alike.
 """
 
 from __future__ import annotations
@@ -56,25 +57,44 @@ def test_tensor_engine_dtypes_accumulate_in_float32(name):
     np.testing.assert_allclose(out[1], ra.T @ rb, rtol=tol, atol=tol)
 
 
-def _nc_matmul_uint8(a):
-    ones = nl.ones((1, 128), dtype=nl.uint8)
-    nisa.nc_matmul(ones, nl.load(a), is_stationary_onezero=True)  # BAD
+def _nc_matmul_int32(a):
+    x = nl.load(a)
+    nisa.nc_matmul(x, x)  # BAD
 
 
-def _nl_matmul_int8(a):
+def _nl_matmul_uint16(a):
     x = nl.load(a)
     nl.matmul(x, x, transpose_x=True)  # BAD
 
 
+@pytest.mark.parametrize("dt", [np.uint8, np.int8])
+def test_byte_integer_operands_are_exact_in_float32(dt):
+    """uint8 / int8 bytes (a partition broadcast with is_stationary_onezero, quantized
+    weights): every value is exact in the float32 TensorE computes in."""
+    def kernel(a, b):
+        out = nl.ndarray((2, 32, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+        x, y = nl.load(a), nl.load(b)
+        nl.store(out[0], value=nl.copy(nisa.nc_matmul(x, y)))
+        nl.store(out[1], value=nl.copy(nl.matmul(x, y, transpose_x=True)))
+        return out
+
+    lo = -128 if dt is np.int8 else 0
+    a = RNG.integers(lo, lo + 256, (64, 32)).astype(dt)
+    b = RNG.integers(lo, lo + 256, (64, 16)).astype(dt)
+    out = ncs.trace(kernel, a, b).outputs[0]
+    want = a.astype(F32).T @ b.astype(F32)  # (sums of 64 products < 2^24: exact)
+    np.testing.assert_array_equal(out[0], want)
+    np.testing.assert_array_equal(out[1], want)
+
+
 @pytest.mark.parametrize("kernel,role,found", [
-    (_nc_matmul_uint8, "nc_matmul stationary", "uint8"),
-    (_nl_matmul_int8, "nl.matmul x", "int8"),
+    (_nc_matmul_int32, "nc_matmul stationary", "int32"),
+    (_nl_matmul_uint16, "nl.matmul x", "uint16"),
 ])
-def test_integer_operands_are_the_kernels_error(kernel, role, found):
-    a = np.ones((1, 128) if kernel is _nc_matmul_uint8 else (64, 64),
-                np.uint8 if kernel is _nc_matmul_uint8 else np.int8)
+def test_wider_integer_operands_are_the_kernels_error(kernel, role, found):
+    a = np.ones((64, 64), np.int32 if found == "int32" else np.uint16)
     with pytest.raises(DTypeError, match=rf"{role}: expected a TensorE input dtype \(float8_e4m3, "
-                       rf"float8_e5m2, bfloat16, float16, tfloat32 or float32; the result "
-                       rf"accumulates in float32 PSUM\), found {found}") as info:
+                       rf"float8_e5m2, bfloat16, float16, tfloat32, float32, or 8-bit uint8 / "
+                       rf"int8; the result accumulates in float32 PSUM\), found {found}") as info:
         ncs.trace(kernel, a)
     assert info.value.loc == f"{HERE}:{bad_line(kernel)}"

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from neuroncore_sim.config import load_config
 from neuroncore_sim.dtypes import float32
-from neuroncore_sim.frontend.tensor import NkiTensor
+from neuroncore_sim.frontend.tensors.tensor import NkiTensor
 from neuroncore_sim.frontend.tracer import Tracer
 from neuroncore_sim.program.ir import MemSpace, Program, TensorDecl
 from neuroncore_sim.frontend.operands import checked_access

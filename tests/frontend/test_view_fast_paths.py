@@ -28,8 +28,9 @@ import neuroncore_sim.nki.language as nl
 from neuroncore_sim.config import load_config
 from neuroncore_sim.dtypes import float32
 from neuroncore_sim.errors import SimulatorError
-from neuroncore_sim.frontend import basic_index as bi, loopcheck
-from neuroncore_sim.frontend.tensor import NkiTensor
+from neuroncore_sim.frontend.index import basic_index as bi
+from neuroncore_sim.frontend import loopcheck
+from neuroncore_sim.frontend.tensors.tensor import NkiTensor
 from neuroncore_sim.frontend.tracer import Tracer
 from neuroncore_sim.program.ir import Access, MemSpace, Program, TensorDecl
 

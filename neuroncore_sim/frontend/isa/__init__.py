@@ -14,9 +14,10 @@ this facade):
 - :mod:`.dynamic`: the copies with a runtime (SBUF-held) offset;
 - :mod:`.transfers`: ``dma_copy`` and ``dma_transpose``.
 
-Here each public instruction is wrapped once so that it takes NKI's ``name=`` keyword (and
-reports other unknown keywords clearly); ``nisa.<name>`` and ``dir(nisa)`` see them all. Other
-front-end modules (``nl``'s lowering) call the instruction modules directly.
+Every ``nisa`` name is imported here by name, so a reader and a linter see them; each
+instruction of ``_INSTRUCTIONS`` is wrapped once so that it takes NKI's ``name=`` keyword (and
+reports other unknown keywords clearly). Other front-end modules (``nl``'s lowering) call the
+instruction modules directly.
 """
 
 from __future__ import annotations
@@ -26,28 +27,32 @@ from typing import Any
 from ...errors import UnsupportedError
 from .. import tracer as _tracer
 from ..api_keywords import accepts_name as _accepts_name
-from . import compute as _compute, dynamic as _dynamic, selection as _selection
-from . import transfers as _transfers
-from .selection import V3_ONLY, v3_error
+from . import compute, dynamic, selection, transfers  # noqa: F401  (the instruction modules)
+from .compute import (activation, activation_reduce, affine_select, bn_aggr, bn_stats,
+                      dge_mode, dropout, engine, get_nc_version, gpsimd_engine, iota, memset,
+                      nc_matmul, nc_transpose, nc_version, oob_mode, reciprocal, reduce_cmd,
+                      scalar_engine, scalar_tensor_tensor, sync_engine, tensor_copy,
+                      tensor_engine, tensor_reduce, tensor_scalar, tensor_scalar_reduce,
+                      tensor_tensor, tensor_tensor_scan, unknown_engine, vector_engine)
+from .dynamic import tensor_copy_dynamic_dst, tensor_copy_dynamic_src
+from .selection import (V3_ONLY, dma_engine, fp32, local_gather, max8, nc_find_index8,
+                        nc_match_replace8, nc_stream_shuffle, range_select, select_reduce,
+                        sequence_bounds, tensor_copy_predicated, tensor_partition_reduce,
+                        v3_error)
+from .transfers import dma_copy, dma_transpose
 
-#: The instruction modules whose public names are ``nisa`` names.
-_MODULES = (_compute, _dynamic, _selection, _transfers)
-
-globals().update({_n: _v for _n, _v in vars(_compute).items()
-                  if not _n.startswith("_") and getattr(_v, "__module__", None) == _compute.__name__})
-globals().update({_n: getattr(_compute, _n) for _n in (
-    "tensor_engine", "scalar_engine", "gpsimd_engine", "vector_engine", "sync_engine",
-    "unknown_engine", "dropout")})
-for _mod in (_dynamic, _selection, _transfers):
-    globals().update({_n: getattr(_mod, _n) for _n in _mod.EXPORTS})
-
-# NKI's instructions take ``name=`` (and report other unknown keywords clearly): wrap each
-# public instruction of the instruction modules once, here.
-_INSTRUCTION_MODULES = {_m.__name__ for _m in _MODULES}
-for _n, _f in list(globals().items()):
-    if (not _n.startswith("_") and callable(_f) and not isinstance(_f, type)
-            and getattr(_f, "__module__", None) in _INSTRUCTION_MODULES and _n != "v3_error"):
-        globals()[_n] = _accepts_name(_f, f"nisa.{_n}")
+#: The instructions: each takes NKI's ``name=`` (and reports other unknown keywords clearly),
+#: wrapped once, here (the instruction modules' own functions stay unwrapped for ``nl``).
+_INSTRUCTIONS = (
+    "activation", "activation_reduce", "affine_select", "bn_aggr", "bn_stats", "dma_copy",
+    "dma_transpose", "get_nc_version", "iota", "local_gather", "max8", "memset",
+    "nc_find_index8", "nc_match_replace8", "nc_matmul", "nc_stream_shuffle", "nc_transpose",
+    "range_select", "reciprocal", "scalar_tensor_tensor", "select_reduce", "sequence_bounds",
+    "tensor_copy", "tensor_copy_dynamic_dst", "tensor_copy_dynamic_src",
+    "tensor_copy_predicated", "tensor_partition_reduce", "tensor_reduce", "tensor_scalar",
+    "tensor_scalar_reduce", "tensor_tensor", "tensor_tensor_scan")
+for _n in _INSTRUCTIONS:
+    globals()[_n] = _accepts_name(globals()[_n], f"nisa.{_n}")
 
 
 def __getattr__(name: str) -> Any:

@@ -21,16 +21,16 @@ from ...errors import DTypeError, KernelError, MemorySpaceError, ShapeError, Uns
 from ...program.ir import Engine, MemSpace, Opcode
 from ...program.opcodes import ENGINE_PICKED
 from .. import tracer as _tracer
-from ..indexing import IndexExpr, MaskExpr, permuted_mask
-from ..mask_bool import resolve as resolve_mask
-from ..mask_view import box_mask, carried_box
+from ..index.indexing import IndexExpr, MaskExpr, permuted_mask
+from ..index.mask_bool import resolve as resolve_mask
+from ..index.mask_view import box_mask, carried_box, is_empty
 from ..operands import fail as _fail, require_tile as _tile
 from ..operands import engine_arg, issue, op_name, require_matmul_dtype, scalar_value, shape_arg
 from ..broadcast import free_broadcast, per_partition
 from .. import rng as _rng
 from .selection import v3_error
 from .transpose_blocks import vector_block_transpose
-from ..tensor import NkiTensor
+from ..tensors.tensor import NkiTensor
 
 
 class engine(enum.IntEnum):  # noqa: N801  (name and values as in nki.isa)
@@ -181,6 +181,8 @@ def _carried_matmul_boxes(st: NkiTensor, mv: NkiTensor, boxes: tuple[Any, Any],
     """nc_matmul operands restricted by ``tile[mask]``: their contraction boxes shrink the
     contraction (rows outside take no part in the sum), their free boxes restrict the result
     as a mask would (the stationary's to result rows, the moving's to result columns)."""
+    if any(b is not None and is_empty(b) for b in boxes):  # t[False]: nothing to multiply
+        return st, mv, False
     k = st.shape[0]
     lo = max(b[0][0] for b in boxes if b is not None)
     hi = min(b[0][1] for b in boxes if b is not None)

@@ -25,13 +25,11 @@ from ...errors import (AccessError, DTypeError, KernelError, MemorySpaceError, S
                       UnsupportedError)
 from ...program.ir import Engine, MemSpace, Opcode
 from .. import tracer as _tracer
-from ..indexing import DynamicIndex
+from ..index.indexing import DynamicIndex
 from ..operands import ON_CHIP, engine_arg, mask_box, operand
 from ..operands import fail as _fail
-from ..tensor import NkiTensor
+from ..tensors.tensor import NkiTensor
 
-#: Public names re-exported as ``nki.isa.<name>``.
-EXPORTS = ("tensor_copy_dynamic_src", "tensor_copy_dynamic_dst")
 #: Engines that run tensor_copy_dynamic_src / _dst (nki.isa docs).
 COPY_ENGINES = (Engine.VECTOR, Engine.SCALAR, Engine.GPSIMD)
 

@@ -21,12 +21,8 @@ from .. import tracer as _tracer
 from ..operands import fail as _fail, require_tile as _tile
 from ..operands import issue, issue_into, mask_box, op_name, operand, scalar_value
 from ..broadcast import per_partition
-from ..tensor import NkiTensor
+from ..tensors.tensor import NkiTensor
 
-#: Public names re-exported as ``nki.isa.<name>``.
-EXPORTS = ("tensor_copy_predicated", "select_reduce", "range_select", "tensor_partition_reduce",
-           "local_gather", "max8", "nc_find_index8", "nc_match_replace8", "nc_stream_shuffle",
-           "sequence_bounds", "fp32", "dma_engine")
 #: Elements per partition max8 / nc_find_index8 / nc_match_replace8 accept (API reference).
 TOPK_MIN_ELEMENTS, TOPK_MAX_ELEMENTS = 8, 16384
 #: local_gather: partitions per GpSimd core, allowed num_elem_per_idx, indices per core.

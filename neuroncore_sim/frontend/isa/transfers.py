@@ -12,10 +12,8 @@ from ...errors import MemorySpaceError
 from ...program.ir import MemSpace
 from .selection import v3_error
 from ..operands import fail as _fail, op_name, require_tile as _tile
-from ..tensor import NkiTensor
+from ..tensors.tensor import NkiTensor
 
-#: Public names re-exported as ``nki.isa.<name>``.
-EXPORTS = ("dma_copy", "dma_transpose")
 
 
 def dma_copy(*, dst: Any, src: Any, mask: Any = None, dst_rmw_op: Any = None,

@@ -18,7 +18,7 @@ from ...program.ir import Engine, MemSpace, Opcode
 from .. import tracer as _tracer
 from ..operands import fail as _fail
 from ..operands import issue_into
-from ..tensor import NkiTensor
+from ..tensors.tensor import NkiTensor
 
 
 def vector_block_transpose(d: NkiTensor, out_dtype: np.dtype, block: int, limit: int,

@@ -27,7 +27,7 @@ from ..alloc import (Buffer, empty_like, fill, full, hbm, ndarray, ones, par_dim
                      shared_identity_matrix, tile_size, zeros, zeros_like)
 from ..dma import load, load_transpose2d, store  # noqa: F401
 from ..gather import gather_flattened  # noqa: F401
-from ..indexing import arange, ds, mgrid  # noqa: F401
+from ..index.indexing import arange, ds, mgrid  # noqa: F401
 from ..indirect import atomic_rmw  # noqa: F401
 from ..iteration import (affine_range, nc, num_programs, program_id,  # noqa: F401
                          program_ndim, sequential_range, spmd_dim, static_range)

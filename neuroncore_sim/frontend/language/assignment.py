@@ -10,14 +10,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ...errors import MemorySpaceError, ShapeError, SimulatorError
+from ...dtypes import dtype_name
+from ...errors import DTypeError, MemorySpaceError, ShapeError, SimulatorError
 from ...program.ir import Engine, MemSpace, Opcode
 from ...program.opcodes import ENGINE_PICKED
 from .. import tracer as _tracer
 from ..alloc import fill
 from ..broadcast import broadcast_error, common_shape, expand, padded, relabel, same_layout
 from ..operands import ON_CHIP, checked_access, dropped, issue_into
-from ..tensor import NkiTensor
+from ..tensors.tensor import NkiTensor
 from ..transfer import dma_move
 from .nlmath import binary, partition_broadcast
 
@@ -49,8 +50,14 @@ def assign(target: NkiTensor, value: Any) -> None:
         raise tr.fail(MemorySpaceError, f"assignment of a GpSimd {op.opcode.value} result: "
                       f"GpSimd cannot access PSUM; expected an SBUF destination, found psum "
                       f"tile {target.tensor.name}")
+    recast = op is not None and op.dtype_given and value.dtype != target.dtype
     fits = op is not None and (_can_write(op.engine, target.space) and (
-        value.shape == target.shape or same_layout(value.shape, target.shape)))
+        value.shape == target.shape or same_layout(value.shape, target.shape))
+        and not recast)
+    if op is not None and op.reads_dst is not None and recast:
+        raise tr.fail(DTypeError, f"assignment of a {op.opcode.value} that reads its "
+                      f"destination (nl.loop_reduce): dtype= must be the destination's; "
+                      f"expected {dtype_name(target.dtype)}, found {dtype_name(value.dtype)}")
     if op is not None and op.reads_dst is not None and not fits:
         # nl.loop_reduce: the destination is also an operand, so it must be one VectorE reads
         raise tr.fail(ShapeError, f"assignment of a {op.opcode.value} that reads its "

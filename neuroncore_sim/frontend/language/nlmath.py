@@ -29,7 +29,7 @@ from ..broadcast import broadcast_error, common_shape, expand, padded, relabel
 from ..alloc import ndarray
 from ..transfer import dma_move
 from ..operands import nki_op, not_a_tile, shape_arg
-from ..tensor import NkiTensor
+from ..tensors.tensor import NkiTensor
 
 #: The names ``nl`` re-exports (``from .nlmath import *``).
 __all__ = [

@@ -12,7 +12,7 @@ from ...program.ir import MemSpace
 from .. import tracer as _tracer
 from ..isa import compute as nisa  # (the instructions themselves, not the nisa facade)
 from ..operands import operand, require_matmul_dtype
-from ..tensor import NkiTensor
+from ..tensors.tensor import NkiTensor
 
 
 # --- dtypes -------------------------------------------------------------------------------------

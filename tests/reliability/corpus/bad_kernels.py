@@ -308,8 +308,8 @@ def not_implemented_shuffle(a):
 
 
 def mask_on_load_transpose2d(a):
-    i = nl.arange(4)[None, :]
-    nl.load_transpose2d(a, mask=(i < 2))  # BAD mask_on_load_transpose2d
+    i_p, i_f = nl.arange(4)[:, None], nl.arange(128)[None, :]
+    nl.load_transpose2d(a[i_p, i_f], mask=(i_p < i_f))  # BAD mask_on_load_transpose2d
 
 
 # --- indirect DMA, runtime offsets --------------------------------------------------------------

@@ -130,7 +130,7 @@ KERNEL_CASES: list[KernelCase] = [
     _k("v3_only_name", lambda: (z(128, 4),), E.UnsupportedError, r"nisa.exponential is not available on NeuronCore-v2"),
     _k("v3_perf_mode", lambda: (z(128, 128), z(128, 64)), E.UnsupportedError, r"perf_mode=fp8_double_row is not available on NeuronCore-v2"),
     _k("not_implemented_shuffle", lambda: (z(128, 4),), E.UnsupportedError, r"nisa.shuffle is not supported by neuroncore_sim"),
-    _k("mask_on_load_transpose2d", lambda: (z(4, 128),), E.UnsupportedError, r"load_transpose2d: mask= is not supported yet"),
+    _k("mask_on_load_transpose2d", lambda: (z(4, 128),), E.UnsupportedError, r"load_transpose2d: a mask that is not a rectangle over the input \[4, 128\]"),
     # indirect DMA, runtime offsets, value-dependent errors
     _k("gather_index_out_of_range", lambda: (z(16, 4), np.full((128, 1), 99, np.int32)), E.AccessError, r"indirect DMA row index .*expected 0..15 .*found 99"),
     _k("runtime_offset_out_of_dim", lambda: (z(2, 128, 4), np.full((1, 1), 5, np.int32)), E.AccessError, r"runtime offset .*in 0..1, found 5"),

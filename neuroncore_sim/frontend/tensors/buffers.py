@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..program.ir import MemSpace, Placement
+from ...program.ir import MemSpace, Placement
 
 if TYPE_CHECKING:
-    from . import tracer as _tracer
+    from .. import tracer as _tracer
 
 
 class Buffer:

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import KernelError, UnsupportedError
-from ..program.ir import Affine, Predicate
-from . import tracer as _tracer
+from ...errors import KernelError, UnsupportedError
+from ...program.ir import Affine, Predicate
+from .. import tracer as _tracer
 from .indexing import MaskExpr, arange
 from .mask_bool import resolve
 
@@ -122,18 +122,35 @@ def _intervals(pred: Predicate, axes: list[tuple[int, int]]) -> list[tuple[int, 
     return axes
 
 
-def mask_view(tile: Any, mask: MaskExpr) -> Any:
+def mask_view(tile: Any, mask: MaskExpr | bool) -> Any:
     """``tile[mask]``: ``tile`` when ``mask`` keeps all of it, a view carrying the box it keeps
-    when that is a rectangle, else an error at the line."""
+    when that is a rectangle, else an error at the line.
+
+    Subscripts chain (``t[k < K][n < N]``): the boxes intersect. A condition that folds to a
+    Python bool (``t[w < W_f]`` with ``w`` a loop int, as NKI's conv kernels write it) keeps
+    all of the tile (True) or nothing (False: an empty box, so the instruction taking the
+    view is dropped, as the compiler drops a fully masked one)."""
+    tr = _tracer.current("tile[mask]")
     box, residual, empty = mask_box(mask, tile.shape)
-    full = box is None or all(lo == 0 and hi == n for (lo, hi), n in zip(box, tile.shape))
-    if full and residual is None and not empty:
+    if residual is not None:
+        raise _refused(tile.shape, box, residual, empty)
+    whole = tuple((0, n) for n in tile.shape)
+    prior = carried_box(tr, tile, take=False)
+    kept = list(box if box is not None else prior if prior is not None else whole)
+    if prior is not None and box is not None:
+        kept = [(max(a, c), min(b, d)) for (a, b), (c, d) in zip(box, prior)]
+    if empty or any(lo >= hi for lo, hi in kept):
+        kept = [(0, 0)] * len(tile.shape)
+    if tuple(kept) == (prior if prior is not None else whole):
         return tile
-    if residual is None and not empty:
-        view = tile.shrink(tuple((0, n) for n in tile.shape))  # a fresh view of all of it
-        _carried(_tracer.current("tile[mask]"))[id(view)] = (view, box)
-        return view
-    raise _refused(tile.shape, box, residual, empty)
+    view = tile.shrink(whole)  # a fresh view of all of it
+    _carried(tr)[id(view)] = (view, tuple(kept))
+    return view
+
+
+def is_empty(box: tuple[tuple[int, int], ...]) -> bool:
+    """Whether a carried box keeps nothing (``t[False]``, or chained masks that do not meet)."""
+    return any(lo >= hi for lo, hi in box)
 
 
 def _refused(shape: tuple[int, ...], box: Any, residual: Any, empty: bool) -> UnsupportedError:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .indexing import DynamicIndex, IndexExpr
+from ..index.indexing import DynamicIndex, IndexExpr
 
 #: ``frontend.language`` (nl), bound by ``tensor.py`` once both modules exist: language imports
 #: the tensor module, so this one cannot import language while NkiTensor is being defined.
@@ -17,7 +17,7 @@ _nl: Any = None
 
 
 class TileOperators:
-    """The Python operators of :class:`~neuroncore_sim.frontend.tensor.NkiTensor`."""
+    """The Python operators of :class:`~neuroncore_sim.frontend.tensors.tensor.NkiTensor`."""
 
     __slots__ = ()
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..program.ir import Access, MemSpace
+from ...program.ir import Access, MemSpace
 from .basic_index import keep_view
 from .view_cache import remember
 

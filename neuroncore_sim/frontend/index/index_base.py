@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import AccessError, SimulatorError, UnsupportedError
-from ..program.ir import Predicate
+from ...errors import AccessError, SimulatorError, UnsupportedError
+from ...program.ir import Predicate
 
 if TYPE_CHECKING:
     from .index_expr import IndexExpr
@@ -32,7 +32,7 @@ def _defers(other: object) -> bool:
 def _unsupported(message: str, cls: type[SimulatorError] = UnsupportedError) -> SimulatorError:
     """An error (UnsupportedError unless ``cls``) located at the kernel line when a kernel is
     being traced."""
-    from . import tracer as _tracer
+    from .. import tracer as _tracer
     tr = _tracer.active_or_none()
     return tr.fail(cls, message) if tr is not None else cls(message)
 

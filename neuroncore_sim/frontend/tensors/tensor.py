@@ -17,15 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import dtype_name
-from ..errors import AccessError, SimulatorError, UnsupportedError
-from ..program.ir import Access, MemSpace, TensorDecl
-from . import tracer as _tracer
+from ...dtypes import dtype_name
+from ...errors import AccessError, SimulatorError, UnsupportedError
+from ...program.ir import Access, MemSpace, TensorDecl
+from .. import tracer as _tracer
 from .buffers import Buffer, buffer_of
-from .affine_index import affine_view, pattern_of, reach
-from .basic_index import basic_index, keep_view, view_key, whole_index
-from .indexing import DynamicIndex, IndexExpr, MaskExpr, _is_int, trailing_unit_indices
-from .index_expr import SplitExpr
+from ..index.affine_index import affine_view, pattern_of, reach
+from ..index.basic_index import basic_index, keep_view, view_key, whole_index
+from ..index.indexing import DynamicIndex, IndexExpr, MaskExpr, _is_int, trailing_unit_indices
+from ..index.index_expr import SplitExpr
 from .tensor_operators import TileOperators
 from .tensor_surface import Frame, TensorSurface
 
@@ -296,8 +296,8 @@ class NkiTensor(TensorSurface, TileOperators):
         else:
             key = key if isinstance(key, tuple) else (key,)
             cache_key = view_key(key)
-            if len(key) == 1 and isinstance(key[0], MaskExpr):  # t[mask]: mask_view.py
-                from .mask_view import mask_view
+            if len(key) == 1 and isinstance(key[0], (MaskExpr, bool, np.bool_)):  # t[mask]
+                from ..index.mask_view import mask_view
                 return mask_view(self, key[0])
         if cache_key is not None:  # ints and slices: the fast path, cached (views never change)
             views = self._views
@@ -477,7 +477,7 @@ class NkiTensor(TensorSurface, TileOperators):
 # The one allowed cycle edge (tests/test_layering.py): what a tile cannot do alone it forwards
 # to nl, which takes tiles: operators (t + u), assignment (t[...] = x, t += x), and the views
 # only instructions and DMAs take (t[idx_tile, ...], runtime offsets t[ix, idx[0, i] + iy]).
-from . import language as _nl  # noqa: E402
+from .. import language as _nl  # noqa: E402
 from . import tensor_operators as _operators  # noqa: E402
 from . import tensor_surface as _surface  # noqa: E402
 

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..dtypes import dtype_name
-from ..errors import AccessError, ShapeError, UnsupportedError
-from ..program.ir import MemSpace
-from . import tracer as _tracer
+from ...dtypes import dtype_name
+from ...errors import AccessError, ShapeError, UnsupportedError
+from ...program.ir import MemSpace
+from .. import tracer as _tracer
 
 if TYPE_CHECKING:
     from .tensor import NkiTensor

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..dtypes import dtype_name
-from ..errors import AccessError, KernelError, ShapeError, UnsupportedError
-from ..program.ir import MemSpace
-from . import tracer as _tracer
+from ...dtypes import dtype_name
+from ...errors import AccessError, KernelError, ShapeError, UnsupportedError
+from ...program.ir import MemSpace
+from .. import tracer as _tracer
 from .dtype_view import resized_view
-from .index_expr import SplitExpr, common
-from .indexing import AttributeAccessError, IndexExpr, _is_int, _unsupported
+from ..index.index_expr import SplitExpr, common
+from ..index.indexing import AttributeAccessError, IndexExpr, _is_int, _unsupported
 
 if TYPE_CHECKING:
     from .tensor import NkiTensor
@@ -106,7 +106,7 @@ def nocopy_strides(old: list[tuple[int, int]], new: tuple[int, ...]) -> list[int
 
 
 class TensorSurface:
-    """Methods of :class:`~neuroncore_sim.frontend.tensor.NkiTensor` from the NKI reference."""
+    """Methods of :class:`~neuroncore_sim.frontend.tensors.tensor.NkiTensor` from the NKI reference."""
 
     __slots__ = ()
 
@@ -180,8 +180,8 @@ class TensorSurface:
     def view(self: NkiTensor, dtype: Any) -> NkiTensor:
         """The same bytes read as ``dtype`` (no copy), as numpy's ``ndarray.view``: the tensor
         itself when the dtype is its own; with a dtype of another element size the last dim
-        scales by old size / new size (frontend/dtype_view.py)."""
-        from .. import dtypes as _dt
+        scales by old size / new size (frontend/tensors/dtype_view.py)."""
+        from ... import dtypes as _dt
         dt = _dt.to_dtype(dtype, "view dtype")
         if dtype_name(dt) == dtype_name(self.dtype):
             return self

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import AccessError
-from . import once_traced as _once_traced
+from ...errors import AccessError
+from .. import once_traced as _once_traced
 # The index expression algebra and masks, re-exported: the front end imports them from here.
 from .index_base import (AttributeAccessError, MaskExpr, _defers, _is_int,  # noqa: F401
                          _unsupported)

@@ -27,7 +27,7 @@ from contextvars import ContextVar
 from types import CodeType, FrameType
 from typing import Any, Iterator
 
-from ..errors import UnsupportedError, caller_loc
+from ...errors import UnsupportedError, caller_loc
 
 #: code object -> (offsets in order, offset -> instruction): the disassembly belongs to the code
 #: object and goes with it (weak keys), so kernels defined in loops are not kept alive

@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import AccessError
-from ..program.ir import Affine
+from ...errors import AccessError
+from ...program.ir import Affine
 from .index_base import AttributeAccessError, MaskExpr, _defers, _is_int, _unsupported
 
 
