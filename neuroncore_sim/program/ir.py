@@ -30,7 +30,7 @@ import numpy as np
 from ..dtypes import dtype_name
 from .layout import ACTIVE_MEMO, layout, measure, resized_bounds, slot_setters
 # re-exported: part of the IR vocabulary
-from .opcodes import DMA_OPCODES, OPCODE_DOC, Opcode  # noqa: F401
+from .opcodes import DMA_OPCODES, ENGINE_PICKED, OPCODE_DOC, Opcode  # noqa: F401
 
 __all__ = ["Engine", "MemSpace", "Opcode", "OPCODE_DOC", "SourceLoc", "Placement", "TensorDecl",
            "Access", "Affine", "Predicate", "Instruction", "Program"]

@@ -18,8 +18,7 @@ import numpy as np
 from ...program import ops
 from ...dtypes import dtype_name, float32, is_float, promote, to_dtype
 from ...errors import DTypeError, KernelError, MemorySpaceError, ShapeError, UnsupportedError
-from ...program.ir import Engine, MemSpace, Opcode
-from ...program.opcodes import ENGINE_PICKED
+from ...program.ir import ENGINE_PICKED, Engine, MemSpace, Opcode
 from .. import tracer as _tracer
 from ..index.indexing import IndexExpr, MaskExpr, permuted_mask
 from ..index.mask_bool import resolve as resolve_mask
@@ -425,8 +424,7 @@ def tensor_tensor_scan(data0: Any, data1: Any, initial: Any, op0: Any, op1: Any,
 
 def tensor_copy(src: Any, *, mask: Any = None, dtype: Any = None, engine: Any = None) -> NkiTensor:
     """Copy a tile (VectorE by default; ScalarE casts through fp32; GpSimd has no PSUM)."""
-    what = "tensor_copy"
-    s = _tile(src, f"{what} src")
+    what, s = "tensor_copy", _tile(src, "tensor_copy src")
     picked = (eng := engine_arg(engine, what)) is None  # the compiler's (engine_choice.py)
     _no_gpsimd_psum(eng := eng or Engine.VECTOR, what, s)
     return issue(what, Opcode.TENSOR_COPY, eng, s.shape, _out_dtype(dtype, s.dtype),
