@@ -152,8 +152,11 @@ def main(argv: list[str] | None = None) -> int:
     results = runner.run([c for cs in by_set.values() for c in cs], applied)
     took = time.time() - t0
     cached = sum(1 for r in results.values() if r.get("cached"))
+    options = "; ".join(f"{k}: " + ", ".join(f"{o}={v}" for o, v in opts.items())
+                        for k, opts in SET_OPTIONS.items())
     header = (f"Written by `scripts/validate.py` (timing-only launches; each set under "
-              f"`set_config(set)`, today the trn1 preset for every set) in {took:.0f} s wall, "
+              f"`set_config(set)`, the trn1 preset with its toolchain's compile options: "
+              f"{options}) in {took:.0f} s wall, "
               f"{len(results)} cases ({cached} from the results cache; the cases took "
               f"{sum(r.get('seconds', 0) for r in results.values()):.0f} s of worker time "
               "when they ran), "
