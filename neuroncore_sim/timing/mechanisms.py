@@ -5,10 +5,10 @@ it) is charged to the mechanism of the model that produced it, and each mechanis
 rests on (``docs/model.md``):
 
 - ``documented``: a formula or constant of AWS's docs (an instruction's cost formula, the
-  number of DMA engines, port sharing);
+  number of DMA engines and their HBM read rate, port sharing);
 - ``measured``: one published hardware measurement taken as is (the DMA engine write rate);
-- ``fitted``: a global parameter fitted on published measurements (the DMA engines' HBM read
-  rate, the pipeline latencies and the semaphore wait between dependent instructions);
+- ``fitted``: a global parameter fitted on published measurements (the pipeline latencies and
+  the semaphore wait between dependent instructions);
 - ``assumption``: our choice where the docs are silent (which tiles the compiler spills and when
   it reloads them, loop-invariant code motion, PSUM-zeroing folded into matmuls).
 
@@ -52,8 +52,8 @@ TENSOR_COST = Mechanism("TensorE instruction costs (nc_matmul, transpose)", "doc
                         "TensorE")
 ENGINE_COST = Mechanism("Vector/Scalar/GpSimd instruction cost formulas", "documented",
                         "Engines")
-DMA_READ = Mechanism("DMA engine rate reading HBM (dma_hbm_read_bytes_per_ns)", "fitted",
-                     "DMA calibration")
+DMA_READ = Mechanism("DMA engine rate reading HBM (dma_hbm_read_bytes_per_ns)", "documented",
+                     "Compile stage")
 DMA_WRITE = Mechanism("DMA engine rate writing HBM or on chip (dma_engine_bytes_per_ns)",
                       "measured", "DMA")
 DMA_START = Mechanism("DMA descriptor-to-start latency (dma_fixed_latency_ns)", "measured", "DMA")
