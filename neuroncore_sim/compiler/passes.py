@@ -4,19 +4,19 @@ streams the hardware runs.
 Per SPMD instance, in this order (each pass one module; the switch is its field of
 :class:`~neuroncore_sim.config.CompileOptions`, ``config.compiler``):
 
-==========================  ======================  =============================================
-pass                        switch                  module
-==========================  ======================  =============================================
-DMA descriptors at run time ``dge``                  :mod:`.dma_descriptors`
-fp32 matmuls run as bf16    ``auto_cast``           :mod:`.auto_cast`
-fold PSUM zero memsets      ``fold_psum_zeros``     :mod:`.psum_zeros`
-loop-invariant repeats      ``hoist_invariants``    :mod:`.hoist`
-VectorE or ScalarE          ``balance_engines``     :mod:`.engine_choice`
-interleave iterations       ``reorder``             :mod:`.reorder`
-memory: rings, placement,   (always: a kernel must  :mod:`.capacity`, :mod:`.spill`,
-spills                      fit)                    :mod:`.placement`
-engine streams, semaphores  (always)                :mod:`.schedule`
-==========================  ======================  =============================================
+============================ ======================= ====================================
+pass                         switch                  module
+============================ ======================= ====================================
+DMA descriptors at run time  ``dge``                 :mod:`.dma_descriptors`
+fp32 matmuls run as bf16     ``auto_cast``           :mod:`.auto_cast`
+fold PSUM zero memsets       ``fold_psum_zeros``     :mod:`.psum_zeros`
+loop-invariant repeats       ``hoist_invariants``    :mod:`.hoist`
+VectorE or ScalarE           ``balance_engines``     :mod:`.engine_choice`
+interleave iterations        ``reorder``             :mod:`.reorder`
+memory: rings, placement,    (always: a kernel must  :mod:`.capacity`, :mod:`.spill`,
+spills                       fit)                    :mod:`.placement`
+engine streams, semaphores   (always)                :mod:`.schedule`
+============================ ======================= ====================================
 
 A pass that is switched off leaves the instructions as they came: with every switch off, the
 streams are the kernel's instructions in program order on the engines the front end chose.
