@@ -112,7 +112,7 @@ def test_a_full_disk_while_a_sweep_saves_points_keeps_the_saved_ones(folder) -> 
     assert done.returncode == 1
     _one_error_line(done.stderr, folder / "out" / "points.jsonl", folder)
     saved = [json.loads(line) for line in (folder / "out" / "points.jsonl").read_text().splitlines()]
-    assert 1 <= len(saved) <= 2
+    assert len(saved) in (1, 2), saved  # what fit under the limit, each line whole
     again = cli(*args, cwd=folder)  # resumed: only the missing points run
     assert again.returncode == 0, again.stderr
     lines = (folder / "out" / "points.jsonl").read_text().splitlines()
