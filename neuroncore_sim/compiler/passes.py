@@ -84,7 +84,7 @@ def compile_instance(instance: int, instrs: list[Instruction], config: NeuronCor
         # than the kernel's own order does, beyond SPILL_TOLERANCE (the compiler weighs its
         # schedule against memory; assumption, docs/model.md). The kernel's order is planned
         # only when the interleaved stream spills at all.
-        ip = plan_instance(reorder(instrs, config, free=hoisted), config, ids)
+        ip = plan_instance(reorder(instrs, config, repeats=hoisted), config, ids)
         spilled = _spilled(ip)
         if spilled:  # (the plan not taken leaves unused ids: harmless gaps)
             kept = plan_instance(instrs, config, ids)

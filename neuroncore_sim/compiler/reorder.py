@@ -30,10 +30,16 @@ import math
 
 from ..config import NeuronCoreConfig
 from ..dtypes import dtype_name
-from ..program.ir import Engine, Instruction, MemSpace, Opcode
+from ..program.ir import Engine, Instruction, MemSpace, Opcode, TensorDecl
 from .engine_choice import estimate_ns as compute_ns
 from .schedule import DMA_QUEUE, RAW, _LiveAccesses, queue_name
 from .tiles import tile_bytes
+
+
+def _psum_bytes(t: TensorDecl, bank: int) -> int:
+    """Bytes per partition a PSUM tensor takes: whole banks for each block (tile) of it."""
+    block = max(tile_bytes(t), 1)
+    return math.ceil(block / bank) * bank * max(1, t.row_bytes // block)
 
 
 class _Memory:
@@ -59,9 +65,7 @@ class _Memory:
                 self.uses[t.id] = self.uses.get(t.id, 0) + 1
                 if t.id not in seen:
                     seen.add(t.id)
-                    size = t.row_bytes if t.space is MemSpace.SBUF else \
-                        -(-max(tile_bytes(t), 1) // bank) * bank * max(1, t.row_bytes // max(
-                            tile_bytes(t), 1))
+                    size = t.row_bytes if t.space is MemSpace.SBUF else _psum_bytes(t, bank)
                     self.opens[k].append((t.site or t.id, t.space, size, t.id))
         self.open: dict[object, int] = {}
         self.peak: dict[object, int] = {}
@@ -124,7 +128,7 @@ def _estimate(ins: Instruction, config: NeuronCoreConfig,
     return got
 
 
-def _graph(instrs: list[Instruction], repeats: dict[int, int] | frozenset[int]
+def _graph(instrs: list[Instruction], repeats: dict[int, int]
            ) -> list[list[tuple[int, bool]]]:
     """Per instruction (by position), its successors as (position, is_raw): the hazards of the
     accesses in program order, the program order of one iteration's instructions on one
@@ -147,7 +151,7 @@ def _graph(instrs: list[Instruction], repeats: dict[int, int] | frozenset[int]
             live.write(a, ins.id, found)
         for p, kind in found.items():
             succ[pos[p]].append((k, kind == RAW))
-        first = repeats.get(ins.id) if isinstance(repeats, dict) else None
+        first = repeats.get(ins.id)
         if first is not None and first in pos:
             succ[pos[first]].append((k, False))
         q = queue_name(ins)
@@ -160,9 +164,10 @@ def _graph(instrs: list[Instruction], repeats: dict[int, int] | frozenset[int]
 
 
 def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
-            free: frozenset[int] | set[int] | dict[int, int] = frozenset()
-            ) -> list[Instruction]:
-    """``instrs`` in the order the list scheduler starts them (ids in ``free`` take no time)."""
+            repeats: dict[int, int] | None = None) -> list[Instruction]:
+    """``instrs`` in the order the list scheduler starts them; ``repeats``: the loop-invariant
+    repeats (id -> the first computation's id, :mod:`.hoist`), which take no time."""
+    free = repeats or {}
     n = len(instrs)
     if n < 2 or all(ins.loops == instrs[0].loops for ins in instrs):
         return instrs  # one iteration (or none): every queue keeps its program order
