@@ -32,7 +32,7 @@ KIB = 1024
 
 #: Version of the timing model: changed by every commit that moves estimates (a recalibration, a
 #: new mechanism), so stored cycle baselines can tell a model change from a kernel regression.
-MODEL_VERSION = "2026.11.28.9"
+MODEL_VERSION = "2026.11.28.10"
 
 #: neuronx-cc releases whose behaviour the compile options can stand for -> the options that differ
 #: from CompileOptions' defaults. Setting ``toolchain`` sets these unless they are given too.
@@ -71,6 +71,8 @@ class CompileOptions:
     fold_psum_zeros: bool = True
     hoist_invariants: bool = True
     balance_engines: bool = True
+    vectorize: bool = True
+    keep_resident_loads: bool = True
     reorder: bool = True
 
     def __post_init__(self) -> None:
@@ -103,6 +105,7 @@ _RANGES: dict[str, tuple[float, float, str]] = {
     "psum_num_banks": (1, 64, " (a NeuronCore-v2 has 8)"),
     "dma_engines": (1, 256, " (a NeuronCore-v2 has 16)"),
     "loop_tile_buffers": (1, 1024, ""),
+    "vectorize_max_free_elements": (1, 65536, ""),
     "gemm_stationary_fmax": (1, 65536, ""),
     "gemm_moving_fmax": (1, 65536, ""),
     "psum_fmax": (1, 65536, ""),
@@ -187,6 +190,7 @@ class NeuronCoreConfig:
     # --- compiler behaviour (assumptions, see docs/model.md) ---------------------------------
     loop_tile_buffers: int
     reorder_window_instructions: int
+    vectorize_max_free_elements: int
 
     # --- cost-formula constants and timing-model assumptions (cost.py, dma.py, timing.py) ------
     two_input_cycles_per_element: int
@@ -342,6 +346,10 @@ TRN1 = NeuronCoreConfig(
     # assumption: how many of an engine's unscheduled instructions the compiler's scheduler
     # looks ahead when it interleaves affine_range iterations (compiler/reorder.py)
     reorder_window_instructions=32,
+    # assumption: the widest merged operand (elements per partition) the compiler's loop
+    # vectorisation makes (compiler/vectorize.py): nl.tile_size.psum_fmax. Bounded by Autocomp's
+    # conv1d profiles: a 64 x [128, 3] loop is vectorised (192), a 2048 x [128, 3] one is not
+    vectorize_max_free_elements=512,
     two_input_cycles_per_element=2,  # source: [ARCH] cost model, two input tiles ~2N cycles
     bf16_fast_path_divisor=2,  # source: [ISA-tensor_reduce], [ISA-memset] bf16 fast paths N/2
     reciprocal_cycles_per_element=8,  # source: [ISA-reciprocal] max(MIN_II, 8*N)

@@ -7,11 +7,13 @@ from neuroncore_sim.config import TRN1, override
 from neuroncore_sim.program.ir import Access, Engine, Instruction, MemSpace, Opcode, Program, SourceLoc
 from neuroncore_sim.program.ir import TensorDecl
 
-#: trn1 with the compile stage's scheduling passes off (engine balancing, reordering, auto-cast):
+#: trn1 with the compile stage's rewriting passes off (engine balancing, reordering, auto-cast,
+#: vectorisation, loads kept resident):
 #: for tests of the timing model, the lowering and the memory plan on the instructions as the
 #: kernel recorded them (tests/compiler/test_passes.py shows what each pass changes).
 AS_WRITTEN = override(TRN1, {"compiler": {"balance_engines": False, "reorder": False,
-                                          "auto_cast": "none"}}, "tests")
+                                          "auto_cast": "none", "vectorize": False,
+                                          "keep_resident_loads": False}}, "tests")
 
 
 class Builder:

@@ -10,6 +10,8 @@ pass                         switch                  module
 DMA descriptors at run time  ``dge``                 :mod:`.dma_descriptors`
 fp32 matmuls run as bf16     ``auto_cast``           :mod:`.auto_cast`
 fold PSUM zero memsets       ``fold_psum_zeros``     :mod:`.psum_zeros`
+vectorise affine_range loops ``vectorize``           :mod:`.vectorize`
+loads kept in SBUF           ``keep_resident_loads`` :mod:`.resident_loads`
 loop-invariant repeats       ``hoist_invariants``    :mod:`.hoist`
 VectorE or ScalarE           ``balance_engines``     :mod:`.engine_choice`
 interleave iterations        ``reorder``             :mod:`.reorder`
@@ -32,13 +34,10 @@ from .engine_choice import choose_engines
 from .hoist import loop_invariant, without_sources
 from .placement import InstancePlan, NewIds, plan_instance, spill_warnings
 from .psum_zeros import folded_psum_zeros
-from .reorder import reorder
+from .reorder import SPILL_TOLERANCE, reorder
+from .resident_loads import keep_resident_loads
 from .schedule import InstanceSchedule, Schedule, instance_streams
-
-
-#: How many more spilled bytes (relative) an interleaved schedule may cost than the kernel's
-#: order and still be taken (assumption: kernels that spill either way spill about as much).
-SPILL_TOLERANCE = 0.05
+from .vectorize import vectorize
 
 
 def compile_program(program: Program, config: NeuronCoreConfig) -> Schedule:
@@ -71,6 +70,10 @@ def compile_instance(instance: int, instrs: list[Instruction], config: NeuronCor
         folded = folded_psum_zeros(instrs)  # PSUM zeros the compiler folds into matmuls
         if folded:
             instrs = [ins for ins in instrs if ins.id not in folded]
+    if options.vectorize and not keeps_order:
+        instrs = vectorize(instrs, config, ids)  # innermost affine_range loops, merged
+    if options.keep_resident_loads:
+        instrs = keep_resident_loads(instrs, config)  # repeated loads of kept regions dropped
     # Loop-invariant repeats, found on the Program's own instructions: a spill reload inserted
     # below restores a tile's values, it does not change them, so it must not undo a hoist.
     hoisted = loop_invariant(instrs) if options.hoist_invariants else {}

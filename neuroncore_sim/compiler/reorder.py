@@ -36,6 +36,11 @@ from .schedule import DMA_QUEUE, RAW, _LiveAccesses, queue_name
 from .tiles import tile_bytes
 
 
+#: How many more spilled bytes (relative) an interleaved schedule may cost than the kernel's
+#: order and still be taken (assumption: kernels that spill either way spill about as much).
+SPILL_TOLERANCE = 0.05
+
+
 def _psum_bytes(t: TensorDecl, bank: int) -> int:
     """Bytes per partition a PSUM tensor takes: whole banks for each block (tile) of it."""
     block = max(tile_bytes(t), 1)
@@ -70,6 +75,8 @@ class _Memory:
         self.open: dict[object, int] = {}
         self.peak: dict[object, int] = {}
         self.demand = dict.fromkeys(self.capacity, 0)
+        self.site_bytes: dict[object, int] = {}  # site -> bytes its ring has reached
+        self.site_space: dict[object, MemSpace] = {}
 
     def fits(self, k: int) -> bool:
         """Whether opening instruction ``k``'s new tiles keeps every memory within capacity."""
@@ -86,6 +93,8 @@ class _Memory:
             if n > self.peak.get(site, 0):
                 self.peak[site] = n
                 self.demand[space] += size
+                self.site_bytes[site] = self.site_bytes.get(site, 0) + size
+                self.site_space[site] = space
         for a in (*ins.srcs.values(), *ins.dsts.values()):
             left = self.uses.get(a.tensor.id)
             if left is not None:
@@ -93,6 +102,17 @@ class _Memory:
                 if left == 1:
                     site = a.tensor.site or a.tensor.id
                     self.open[site] -= 1
+
+
+def memory_demand(instrs: list[Instruction], config: NeuronCoreConfig, space: MemSpace
+                  ) -> tuple[int, dict[object, int]]:
+    """Bytes per partition of ``space`` the allocator's rings need for ``instrs`` in their
+    order (summed as :class:`_Memory` sums them), and each allocation site's share."""
+    memory = _Memory(instrs, config)
+    for k, ins in enumerate(instrs):
+        memory.schedule(ins, k)
+    return memory.demand[space], {site: b for site, b in memory.site_bytes.items()
+                                  if memory.site_space[site] is space}
 
 
 def estimate_ns(ins: Instruction, config: NeuronCoreConfig) -> tuple[float, float]:
@@ -195,6 +215,13 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
     start = [0.0] * n
     agenda: list[tuple[float, str]] = []
     memory = _Memory(instrs, config)
+    # A memory the kernel's own order already over-subscribes spills whatever the order: the
+    # scheduler may then grow that order's demand by SPILL_TOLERANCE of the capacity (passes.py
+    # compares the two streams' spills afterwards)
+    for m, cap in memory.capacity.items():
+        own, _ = memory_demand(instrs, config, m)
+        if own > cap:
+            memory.capacity[m] = own + int(cap * SPILL_TOLERANCE)
     held: dict[str, list[int]] = {q: [] for q in queues}  # ready, but over a memory's capacity
 
     def next_start(q: str) -> float:
@@ -242,8 +269,12 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
         for p in range(old + window, min(head[q] + window, len(order))):
             if released[order[p]] and not done[order[p]]:
                 offer(order[p])
-        for s, _ in succ[k]:
-            ready_t[s] = max(ready_t[s], t + (visible if qof[s] != q else occupy))
+        for s, raw in succ[k]:
+            # a reader on the same engine sees the result after the pipeline as well (except
+            # on TensorE, whose accumulation chains are pipelined): the scheduler fills the
+            # gap with independent work when it has some (timing/engines.py)
+            near = qof[s] == q and (not raw or q == "tensor")
+            ready_t[s] = max(ready_t[s], t + (occupy if near else visible))
             indeg[s] -= 1
             if indeg[s] == 0:
                 released[s] = True

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterable
 
 from ..config import NeuronCoreConfig
 from .cost_select import SELECT_FORMULAS, SELECT_MAIN_ROLE
@@ -119,13 +119,14 @@ def _two_input(ins: Instruction, c: NeuronCoreConfig, n: int) -> float:
 
 
 def _scalar_tensor_tensor(ins: Instruction, c: NeuronCoreConfig, n: int) -> float:
-    # Documented without MIN_II: N for the bf16 subtract-then-multiply fast path, else 2N.
+    # Documented without MIN_II: N for the bf16 subtract-then-multiply fast path, else 2N;
+    # floored at MIN_II as every instruction is (measured, see _tensor_reduce).
     data, op1 = ins.srcs["data"], ins.srcs.get("operand1")
     if (op1 is not None and _is_bf16(data) and _is_bf16(op1)
             and ins.attrs.get("op0") == "subtract" and ins.attrs.get("op1") == "multiply"
             and n % 2 == 0):
-        return float(n)
-    return float(c.two_input_cycles_per_element * n)
+        return max(c.min_ii_cycles, n)
+    return max(c.min_ii_cycles, c.two_input_cycles_per_element * n)
 
 
 def _tensor_scalar(ins: Instruction, c: NeuronCoreConfig, n: int) -> float:
@@ -136,11 +137,13 @@ def _tensor_scalar(ins: Instruction, c: NeuronCoreConfig, n: int) -> float:
 
 
 def _tensor_reduce(ins: Instruction, c: NeuronCoreConfig, n: int) -> float:
-    # Documented without MIN_II: N/2 for bf16 in and out with add or max, else N.
+    # Documented without MIN_II: N/2 for bf16 in and out with add or max, else N. Measured
+    # floor: Autocomp's conv1d profile (SDK 2.26) shows independent [128, 3] fp32 reduces at
+    # 62.9 ns each, not the formula's 3 cycles: MIN_II ([ISASRC]) bounds every instruction.
     if (_is_bf16(ins.srcs["data"]) and _is_bf16(ins.out)
             and ins.attrs.get("op") in _REDUCE_FAST_OPS):
-        return n / c.bf16_fast_path_divisor
-    return float(n)
+        return max(c.min_ii_cycles, n / c.bf16_fast_path_divisor)
+    return max(c.min_ii_cycles, n)
 
 
 def _memset(ins: Instruction, c: NeuronCoreConfig, n: int) -> float:
@@ -363,7 +366,7 @@ def dma_transfers(ins: Instruction, config: NeuronCoreConfig) -> tuple[DmaTransf
 
 # --- bounds ---------------------------------------------------------------------------------------
 
-def kernel_work(program: Program, config: NeuronCoreConfig) -> KernelWork:
+def kernel_work(instructions: Iterable[Instruction], config: NeuronCoreConfig) -> KernelWork:
     """The launch's useful matmul FLOPs (and their time at the dtype's TensorE peak), DMA bytes
     and HBM bytes.
 
@@ -375,7 +378,7 @@ def kernel_work(program: Program, config: NeuronCoreConfig) -> KernelWork:
                    * config.tensor_clock_hz / 1e9)
     flops = dma_bytes = hbm_bytes = read_bytes = 0
     mm_ns = 0.0
-    for ins in program.instructions:
+    for ins in instructions:
         if ins.opcode is Opcode.NC_MATMUL:
             st, mv = ins.srcs["stationary"], ins.srcs["moving"]
             macs = st.partitions * st.free_size * mv.free_size
@@ -402,5 +405,5 @@ def dma_engines_ns(work: KernelWork, config: NeuronCoreConfig) -> float:
 def roofline_ns(program: Program, config: NeuronCoreConfig) -> float:
     """A lower bound on the latency: the largest of matmul FLOPs at TensorE peak, DMA bytes at
     the DMA engines' rates, and HBM bytes at the HBM bandwidth."""
-    w = kernel_work(program, config)
+    w = kernel_work(program.instructions, config)
     return max(w.matmul_peak_ns, dma_engines_ns(w, config), w.hbm_bytes / config.hbm_bytes_per_ns)

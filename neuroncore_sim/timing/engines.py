@@ -50,6 +50,7 @@ from ..compiler.deps import EDGE_BYTES, KIND_BITS, KIND_MASK, edge_code
 from .dma import DmaEngines
 from .end_times import EndTimes, Ends, new_ends
 from .event_log import EventLog
+from .ticker import Ticker
 from .events import COMPUTE_ROWS, LOAD_STATIONARY, MULTIPLY_MOVING, TENSOR_LS_ROW, TimingResult
 from ..program.ir import Engine, Instruction, MemSpace, Opcode, Program
 from ..compiler.passes import compile_program
@@ -59,8 +60,6 @@ _SBUF_SHARERS = (Engine.VECTOR, Engine.GPSIMD)
 _PSUM_SHARERS = (Engine.VECTOR, Engine.SCALAR)
 
 Edge = tuple[int, float]  # (producer id, extra latency after its end)
-#: About this many progress callbacks per launch (each one is a Python call into the caller).
-_PROGRESS_CALLS = 200
 
 
 def simulate_timing(program: Program, config: NeuronCoreConfig,
@@ -81,9 +80,11 @@ def simulate_timing(program: Program, config: NeuronCoreConfig,
     schedule = compile_program(program, config)
     instances, warnings = list(schedule.instances), schedule.warnings
     del schedule  # (each instance's schedule is freed once it has run)
+    work = kernel_work((i for inst in instances for i in inst.instructions  # as compiled,
+                        if not i.attrs.get("spill")), config)  # spill copies aside
     log = EventLog(config.dma_engines)
     t0 = 0.0
-    tick = _Ticker(progress, len(program.instructions))
+    tick = Ticker(progress, len(program.instructions))
     # Instruction id -> instruction, queue name and end, by id and shared by the instances' runs
     # (ids are dense: the program's, then its spill copies'; dicts took ~170 B/instr at peak).
     size = 1 + max((ins.id for inst in instances for ins in inst.instructions), default=-1)
@@ -97,25 +98,7 @@ def simulate_timing(program: Program, config: NeuronCoreConfig,
     tick.done()
     events, busy, latency = log.finish()
     return TimingResult(events=events, latency_ns=latency, busy_ns=busy,
-                        instruction_end_ns=EndTimes(ends), work=kernel_work(program, config),
-                        warnings=warnings)
-
-
-class _Ticker:
-    """Counts finished instructions and reports every ``total / _PROGRESS_CALLS`` of them."""
-
-    def __init__(self, callback: Callable[[int], None] | None, total: int) -> None:
-        self.callback, self.count = callback, 0
-        self.step = max(1, total // _PROGRESS_CALLS)
-
-    def __call__(self) -> None:
-        self.count += 1
-        if self.callback is not None and self.count % self.step == 0:
-            self.callback(self.count)
-
-    def done(self) -> None:
-        if self.callback is not None and self.count % self.step != 0:
-            self.callback(self.count)
+                        instruction_end_ns=EndTimes(ends), work=work, warnings=warnings)
 
 
 def _nbytes(ins: Instruction) -> int:
@@ -126,7 +109,7 @@ class _InstanceRun:
     """One simpy run of one SPMD instance, starting at ``t0``."""
 
     def __init__(self, inst: InstanceSchedule, config: NeuronCoreConfig, t0: float,
-                 log: EventLog, ends: Ends, tick: _Ticker,
+                 log: EventLog, ends: Ends, tick: Ticker,
                  tables: tuple[list, list]) -> None:
         self.inst, self.cfg, self.log, self.tick = inst, config, log, tick
         self.env = simpy.Environment(initial_time=t0)

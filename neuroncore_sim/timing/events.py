@@ -207,7 +207,8 @@ class EventTable(Sequence):
 @dataclass(frozen=True, slots=True)
 class KernelWork:
     """How much work a launch asks of the hardware, from the cost model: the inputs of the
-    roofline bound and of MFU.
+    roofline bound and of MFU. Counted on the instructions as compiled (a load the compiler
+    keeps resident is not counted again; spill copies are not counted).
 
     Attributes:
         matmul_flops: useful matmul FLOPs, ``2 * K * M * N`` summed over every nc_matmul

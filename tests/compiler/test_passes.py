@@ -109,6 +109,78 @@ def test_fold_psum_zeros_drops_the_memset_the_matmuls_start():
 
 
 @nki.jit
+def sliding_products(img, filt):
+    """A 1-D convolution written one output column per iteration: [128, 3] products summed."""
+    out = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+    x, f = nl.load(img), nl.load(filt)
+    acc = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+    i_p, i_f = nl.arange(128)[:, None], nl.arange(3)[None, :]
+    for o in nl.affine_range(8):
+        prod = nisa.tensor_tensor(x[i_p, i_f + o], f, op=np.multiply)
+        acc[i_p, o] = nisa.tensor_reduce(np.add, prod, axis=[1])
+    nl.store(out, acc)
+    return out
+
+
+def test_vectorize_merges_the_iterations_of_an_affine_loop():
+    prog = program_of(sliding_products, nt.tensor[[128, 10], nl.float32],
+                      nt.tensor[[128, 3], nl.float32])
+    plain = dict(balance_engines=False, reorder=False)
+    off = listing(prog, options(vectorize=False, **plain))
+    on = listing(prog, options(**plain))
+    assert off == [("dma", "dma_copy", "")] * 2 + [("dma", "dma_copy", "")] + [
+        ("vector", "tensor_tensor", ""), ("vector", "tensor_reduce", "")] * 8
+    assert on == [("dma", "dma_copy", "")] * 3 + [
+        ("vector", "tensor_tensor", ""), ("vector", "tensor_reduce", "")]
+    merged = [ins for ins in compile_program(prog, options(**plain)).instances[0].instructions
+              if ins.engine.value == "vector"]
+    assert [ins.attrs["vectorized"] for ins in merged] == [8, 8]
+    assert [ins.out.free_size for ins in merged] == [24, 8]  # [128, 8, 3] products, 8 sums
+
+
+@nki.jit
+def weights_per_row_tile(x, w):
+    """Each row tile multiplies the same two weight tiles, loaded again in every iteration."""
+    out = nl.ndarray((x.shape[0], 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    for i in nl.affine_range(x.shape[0] // 128):
+        xt = nl.load(x[i * 128:(i + 1) * 128, :])
+        acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+        for k in nl.affine_range(2):
+            acc += nl.matmul(xt[:, k * 128:(k + 1) * 128], nl.load(w[k * 128:(k + 1) * 128, :]),
+                             transpose_x=True)
+        nl.store(out[i * 128:(i + 1) * 128, :], value=nl.copy(acc))
+    return out
+
+
+def test_keep_resident_loads_drops_the_repeated_weight_loads():
+    """4 row tiles x 2 weight tiles: 8 weight loads as written, 2 kept resident (they fit),
+    the row tiles' 4 loads and 4 stores unchanged; the launch reads 3/5 fewer HBM bytes."""
+    args = nt.tensor[[512, 256], nl.bfloat16], nt.tensor[[256, 512], nl.bfloat16]
+    prog = program_of(weights_per_row_tile, *args)
+    plain = dict(balance_engines=False, reorder=False)
+    off = listing(prog, options(keep_resident_loads=False, **plain))
+    on = listing(prog, options(**plain))
+    dmas = lambda rows: sum(r[1] == "dma_copy" for r in rows)
+    assert (dmas(off), dmas(on)) == (16, 10)
+    assert [r for r in off if r[0] != "dma"] == [r for r in on if r[0] != "dma"]
+    hbm = {keep: ncs.simulate(weights_per_row_tile, *args, functional=False,
+                              config=options(keep_resident_loads=keep)).summary()["hbm_bytes"]
+           for keep in (False, True)}
+    weight_tile, row_tile, out_tile = 128 * 512 * 2, 128 * 256 * 2, 128 * 512 * 4
+    assert hbm[False] == 8 * weight_tile + 4 * row_tile + 4 * out_tile
+    assert hbm[True] == 2 * weight_tile + 4 * row_tile + 4 * out_tile
+
+
+def test_loads_too_large_to_keep_are_loaded_again():
+    """The same kernel with SBUF shrunk below the two weight tiles: nothing is kept."""
+    args = nt.tensor[[512, 256], nl.bfloat16], nt.tensor[[256, 512], nl.bfloat16]
+    prog = program_of(weights_per_row_tile, *args)
+    small = override(options(balance_engines=False, reorder=False),
+                     {"sbuf_bytes_per_partition": 16 * 1024 + 3 * 1024}, "tests")
+    assert sum(r[1] == "dma_copy" for r in listing(prog, small)) == 16
+
+
+@nki.jit
 def negate_in_loop(x, bias):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     b = nl.load(bias)
@@ -134,8 +206,9 @@ def test_every_switch_off_gives_the_kernel_as_written():
     program order per queue, unmarked."""
     prog = program_of(zero_then_accumulate, nt.tensor[[256, 128], nl.float32],
                       nt.tensor[[256, 512], nl.float32])
-    plain = options(dge=False, auto_cast="none", fold_psum_zeros=False, hoist_invariants=False,
-                    balance_engines=False, reorder=False)
+    plain = options(dge=False, auto_cast="none", fold_psum_zeros=False, vectorize=False,
+                    keep_resident_loads=False, hoist_invariants=False, balance_engines=False,
+                    reorder=False)
     rows = listing(prog, plain)
     assert len(rows) == len(prog.instructions) and all(m == "" for *_, m in rows)
     inst = compile_program(prog, plain).instances[0]
