@@ -104,15 +104,15 @@ class _Memory:
                     self.open[site] -= 1
 
 
-def memory_demand(instrs: list[Instruction], config: NeuronCoreConfig, space: MemSpace
-                  ) -> tuple[int, dict[object, int]]:
-    """Bytes per partition of ``space`` the allocator's rings need for ``instrs`` in their
-    order (summed as :class:`_Memory` sums them), and each allocation site's share."""
+def memory_demand(instrs: list[Instruction], config: NeuronCoreConfig
+                  ) -> tuple[dict[MemSpace, int], dict[object, tuple[MemSpace, int]]]:
+    """Bytes per partition of SBUF and PSUM the allocator's rings need for ``instrs`` in their
+    order (summed as :class:`_Memory` sums them), and each allocation site's memory and share."""
     memory = _Memory(instrs, config)
     for k, ins in enumerate(instrs):
         memory.schedule(ins, k)
-    return memory.demand[space], {site: b for site, b in memory.site_bytes.items()
-                                  if memory.site_space[site] is space}
+    return memory.demand, {site: (memory.site_space[site], b)
+                           for site, b in memory.site_bytes.items()}
 
 
 def estimate_ns(ins: Instruction, config: NeuronCoreConfig) -> tuple[float, float]:
@@ -218,10 +218,10 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
     # A memory the kernel's own order already over-subscribes spills whatever the order: the
     # scheduler may then grow that order's demand by SPILL_TOLERANCE of the capacity (passes.py
     # compares the two streams' spills afterwards)
+    own, _ = memory_demand(instrs, config)
     for m, cap in memory.capacity.items():
-        own, _ = memory_demand(instrs, config, m)
-        if own > cap:
-            memory.capacity[m] = own + int(cap * SPILL_TOLERANCE)
+        if own[m] > cap:
+            memory.capacity[m] = own[m] + int(cap * SPILL_TOLERANCE)
     held: dict[str, list[int]] = {q: [] for q in queues}  # ready, but over a memory's capacity
 
     def next_start(q: str) -> float:

@@ -47,13 +47,14 @@ def keep_resident_loads(instrs: list[Instruction], config: NeuronCoreConfig
             repeats.setdefault(site, {})[ins.out.tensor.id] = first
     if not repeats:
         return instrs
-    demand, site_bytes = memory_demand(instrs, config, MemSpace.SBUF)
-    capacity = config.sbuf_usable_bytes_per_partition
+    demands, shares = memory_demand(instrs, config)
+    demand, capacity = demands[MemSpace.SBUF], config.sbuf_usable_bytes_per_partition
     origin: dict[int, TensorDecl] = {}
     for site, moved in repeats.items():
         kept = sum(t.row_bytes for t in sites[site].values())
-        if demand - site_bytes.get(site, 0) + kept <= capacity:
-            demand += kept - site_bytes.get(site, 0)
+        ring = shares.get(site, (MemSpace.SBUF, 0))[1]
+        if demand - ring + kept <= capacity:
+            demand += kept - ring
             origin.update(moved)
     if not origin:
         return instrs
