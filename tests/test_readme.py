@@ -36,7 +36,7 @@ def test_named_files_exist():
 def test_documented_flags_exist(capsys):
     flags = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", README))
     helps = ""
-    for command in ("run", "profile", "sweep"):
+    for command in ("run", "profile", "sweep", "compare"):
         assert cli.main([command, "--help"]) == 0
         helps += capsys.readouterr().out
     # pytest options the cycle-regression plugin registers count too

@@ -141,7 +141,8 @@ def _colours(opcodes: list[str]) -> dict[str, Any]:
 
 def _draw_lanes(ax: "Axes", events: list[Event], latency_ns: float, n_dma: int,
                 path: CriticalPath | None = None,
-                dma_labels: dict[str, str] | None = None) -> None:
+                dma_labels: dict[str, str] | None = None,
+                colour_order: list[str] | None = None) -> None:
     compute, dma = _lanes(events)
     n_dma = max(n_dma, len(dma))
     px_ns = max(latency_ns, 1.0) / (_FIG_WIDTH_IN * _DPI)
@@ -166,7 +167,7 @@ def _draw_lanes(ax: "Axes", events: list[Event], latency_ns: float, n_dma: int,
     dma_keys = list(dict.fromkeys(list(dma_labels.values()) + [OTHER_DMA]))
     dma_keys = [k for k in dma_keys if any(is_dma_row(e.engine) and key(e) == k
                                            for e in events)]
-    colours = _colours(opcodes)
+    colours = _colours(list(dict.fromkeys((colour_order or []) + opcodes)))
     colours.update(_dma_colours(dma_keys))
     groups: dict[tuple[str, str], list[Event]] = {}
     for e in events:
@@ -292,8 +293,15 @@ def _draw_memory(ax: "Axes", result: SimResult) -> None:
               frameon=False)
 
 
+def lane_count(result: SimResult) -> float:
+    """Height of :func:`timeline`'s lanes panel in lane units (compute lanes plus the DMA band),
+    for figures that stack several timelines."""
+    events = list(result.timing.events) if result.timing is not None else []
+    return len(_lanes(events)[0]) + _DMA_BAND_HEIGHT
+
+
 def timeline(result: SimResult, path: str | Path | None = None, ax: "Axes | None" = None,
-             title: str | None = None) -> "Figure":
+             title: str | None = None, colour_order: list[str] | None = None) -> "Figure":
     """Plot the launch's engine timeline, its busy fractions and its SBUF/PSUM use; optionally
     save it as an image.
 
@@ -303,6 +311,8 @@ def timeline(result: SimResult, path: str | Path | None = None, ax: "Axes | None
         ax: draw only the lanes into this Axes (no utilisation or memory panel); its figure is
             returned.
         title: figure title; default names kernel, config and latency.
+        colour_order: opcodes in the order their colours are given (default: this launch's
+            opcodes sorted); timelines drawn with one order colour an opcode alike.
 
     Returns:
         the matplotlib Figure (close it with ``matplotlib.pyplot.close(fig)`` when done).
@@ -321,7 +331,7 @@ def timeline(result: SimResult, path: str | Path | None = None, ax: "Axes | None
     crit = critical_path(result.timing) if result.timing is not None else None
     labels = dma_labels(result)
     if ax is not None:
-        _draw_lanes(ax, events, latency, n_dma, crit, labels)
+        _draw_lanes(ax, events, latency, n_dma, crit, labels, colour_order)
         ax.set_title(title, fontsize=10)
         fig = ax.figure
     else:
@@ -329,7 +339,7 @@ def timeline(result: SimResult, path: str | Path | None = None, ax: "Axes | None
         fig, (lanes, util, mem) = plt.subplots(
             3, 1, sharex=True, figsize=(_FIG_WIDTH_IN, 1.2 + 0.45 * (n_lanes + 5)),
             gridspec_kw={"height_ratios": [n_lanes + _DMA_BAND_HEIGHT, 1.6, 1.6]}, dpi=_DPI)
-        _draw_lanes(lanes, events, latency, n_dma, crit, labels)
+        _draw_lanes(lanes, events, latency, n_dma, crit, labels, colour_order)
         _draw_utilisation(util, events, latency, n_dma)
         _draw_memory(mem, result)
         lanes.set_xlim(0, max(latency, 1.0) / 1000)
@@ -347,4 +357,35 @@ def save_timeline(result: SimResult, path: str | Path) -> Path:
     import matplotlib.pyplot as plt
 
     plt.close(timeline(result, path))
+    return Path(path)
+
+
+def comparison_timeline(res_a: SimResult, res_b: SimResult, path: str | Path,
+                        labels: tuple[str, str] | None = None) -> Path:
+    """Draw A's and B's engine timelines stacked, on one time axis (the longer latency), and
+    save the image to ``path``; returns the path."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # headless: never needs a display
+    import matplotlib.pyplot as plt
+
+    labels = labels or tuple(f"{r.program.name} on {r.config.name}" for r in (res_a, res_b))
+    heights = [lane_count(r) for r in (res_a, res_b)]
+    opcodes = sorted({e.opcode for r in (res_a, res_b) for e in r.timing.events}) \
+        if res_a.timing is not None and res_b.timing is not None else None
+    fig, axes = plt.subplots(2, 1, sharex=True,
+                             figsize=(_FIG_WIDTH_IN, 1.5 + 0.45 * sum(heights)),
+                             gridspec_kw={"height_ratios": heights}, dpi=_DPI)
+    try:
+        for ax, res, side, label in zip(axes, (res_a, res_b), "AB", labels):
+            timeline(res, ax=ax, title=f"{side}: {label}: {res.latency_ns / 1000:,.2f} µs",
+                     colour_order=opcodes)
+        end_us = max(res_a.latency_ns, res_b.latency_ns, 1.0) / 1000
+        axes[0].set_xlim(0, end_us)
+        axes[1].set_xlabel("time (µs)")
+        fig.tight_layout()
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=_DPI)
+    finally:
+        plt.close(fig)
     return Path(path)

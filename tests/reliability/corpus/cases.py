@@ -410,6 +410,19 @@ CLI_CASES: list[CliCase] = [
     _c("sweep_no_progress_missing_file", "sweep {d}/nothing.py --param cols=4 --no-progress", 2, USAGE + r"kernel file not found"),
     _c("sweep_debug_missing_file", "sweep {d}/nothing.py --param cols=4 --debug", 2, USAGE + r"kernel file not found"),
     _c("run_debug_script_breaks_rule", "run --debug --timing-only --no-progress {d}/script_rule.py", 1, r"Traceback[\s\S]*^error: .*nl.exp: expected a tile in sbuf or psum", "script_rule.py"),
+    # compare (issue 27)
+    _c("compare_one_target", "compare {d}/good.py", 2, USAGE + r"compare: expected two targets \(A B\), or one target and a setting for a side"),
+    _c("compare_missing_file", "compare {d}/nothing.py {d}/good.py", 2, USAGE + r"kernel file not found"),
+    _c("compare_bad_config", "compare {d}/good.py {d}/good.py --config trn9", 2, USAGE + r"found 'trn9'"),
+    _c("compare_bad_config_a", "compare {d}/good.py --config-a {d}/cfg_bad_value.toml --config-b inf2", 2, USAGE + r"must be a positive integer, found 0"),
+    _c("compare_bad_config_b", "compare {d}/good.py --config-b trn9", 2, USAGE + r"expected a preset name \(trn1, inf2\) or a .toml file, found 'trn9'"),
+    _c("compare_compiler_option", "compare {d}/good.py --config-b inf2 --compiler-option dge", 2, USAGE + r"--compiler-option: expected NAME=VALUE"),
+    _c("compare_compiler_option_a", "compare {d}/good.py --compiler-option-a dgee=true", 2, USAGE + r"unknown compile option\(s\) \['dgee'\]"),
+    _c("compare_compiler_option_b", "compare {d}/good.py --compiler-option-b dge=maybe", 2, USAGE + r"compile option 'dge' must be true or false, found 'maybe'"),
+    _c("compare_out_is_a_file", "compare {d}/good.py --config-b inf2 --out {out}", 2, USAGE + r"expected a directory .*found an existing file", setup="file"),
+    _c("compare_top_zero", "compare {d}/good.py --config-b inf2 --top 0", 2, r"--top: expected an integer >= 1, found '0'"),
+    _c("compare_kernel_breaks_rule", "compare {d}/good.py {d}/breaks_rule.py --no-progress", 1, r"^error: .*expected shapes that broadcast", "breaks_rule.py"),
+    _c("compare_debug", "compare {d}/breaks_rule.py --config-b inf2 --debug", 1, r"Traceback[\s\S]*error: .*expected shapes that broadcast", "breaks_rule.py"),
     _c("sweep_every_point_fails", "sweep {d}/breaks_rule.py --param cols=4,8 --workers 1 --out {out}", 1, r"^$", "breaks_rule.py",
        stdout=r"2 of 2 point\(s\) failed; point \d: .*breaks_rule.py:7: nl.add: expected shapes that broadcast"),
 ]
@@ -417,7 +430,7 @@ CLI_CASES: list[CliCase] = [
 #: Cases whose stderr rightly holds a Python traceback: --debug asks for one, and a script's
 #: own bug is shown as `python SCRIPT.py` would show it.
 TRACEBACK_EXPECTED = {"debug_shows_traceback", "run_script_bug", "run_script_syntax_error",
-                      "run_debug_script_breaks_rule"}
+                      "run_debug_script_breaks_rule", "compare_debug"}
 
 
 # --- config fields ------------------------------------------------------------------------------

@@ -1,0 +1,63 @@
+"""What the commands of ``neuroncore-sim`` share: a launch's report on stdout and under
+``--out``, tracebacks shown as Python would, progress bars."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from typing import Any
+
+from .. import report
+from ..errors import filtering_tracebacks, hide_package_frames
+from ..report import explorer
+from ..report.launch_files import launch_folder, write_launch_files
+from ..report.progress import log_lines
+from ..result import SimResult
+
+#: Folder of each launch's --out folder that holds Neuron Explorer's Parquet tables.
+EXPLORER_FOLDER = "parquet"
+
+
+def print_traceback(error: BaseException, debug: bool) -> None:
+    """``error`` as Python shows it: with ``debug`` every frame, else the frames outside this
+    package (the user's code and the error line)."""
+    debug = debug or not filtering_tracebacks()  # NEURONCORE_SIM_TRACEBACK_FILTERING=off
+    tb = error.__traceback__
+    if not debug:
+        hide_package_frames(error)
+        tb = error.__traceback__
+    traceback.print_exception(type(error), error, tb)
+    if tb is None and not debug:  # nothing of the user's raised it
+        print("neuroncore-sim: this is an internal error of neuroncore_sim; --debug shows "
+              "where it was raised", file=sys.stderr)
+
+def progress(args: argparse.Namespace) -> Any:
+    """Progress bars on a terminal, a line now and then on a log or pipe (a launch running
+    long), nothing with --no-progress."""
+    if args.no_progress:
+        return False
+    return True if sys.stderr.isatty() else log_lines
+
+
+def report_launch(res: SimResult, n: int, args: argparse.Namespace, label: str | None = None,
+            trace_max_events: int | None = None) -> None:
+    """Print one launch's summary; with ``--out``, write its files (as a set: all or none)."""
+    name = label or res.program.name
+    print(f"== launch {n}: {name}" + ("" if label else f" ({res.entry})"))
+    print(report.summary_text(res), end="")
+    if args.out is None:
+        return
+    folder = launch_folder(args.out, n, name)
+    extra = {}
+    if explorer.available():  # Neuron Explorer's tables: optional (pyarrow)
+        extra[EXPLORER_FOLDER + "/"] = lambda tmp: explorer.write_tables(res, tmp)
+    write_launch_files(res, folder, trace_max_events, extra)
+    if trace_max_events is not None and len(res.timing.events) > trace_max_events:
+        print(f"   trace.json: first {trace_max_events:,} of {len(res.timing.events):,} events "
+              "(--trace-max-events)")
+    shown = launch_folder(args.out_shown, n, name)  # as the user gave --out
+    if not extra:
+        print(f"neuroncore-sim: note: {shown}/{EXPLORER_FOLDER}/ not written: "
+              f"{explorer.MISSING_PYARROW}", file=sys.stderr)
+    print(f"   wrote {shown}/")
