@@ -72,6 +72,7 @@ LAYER_OF_MODULE: dict[str, int] = {
     "simulate": 5,
     "environment": 5,
     "launch_outputs": 5,
+    "launches": 5,
     "pytest_plugin": 7,
     "alias": 7,
     "__init__": 7,

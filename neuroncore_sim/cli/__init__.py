@@ -84,6 +84,13 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, str | None]]:
                     "nki.benchmark, nki.profile); a short summary per launch is printed at the "
                     "end. Options of run go before SCRIPT.py: everything after it is the "
                     "script's.")
+    shared.append(run.add_argument(
+        "--quiet", action="store_true",
+        help="print only the final table of launches (not each launch's summary)"))
+    shared.append(run.add_argument(
+        "--max-launches", metavar="N", type=sweep_cli.at_least(1), default=None,
+        help="profile only the first N distinct launches; later ones still run (with their "
+             "values, unless --timing-only) but are not timed or reported"))
     run.add_argument("script", metavar="SCRIPT.py", help="the Python script to run")
     # main() hands the words after SCRIPT.py to the script itself (argparse would drop a "--").
     run.add_argument("args", nargs="*", metavar="ARGS",

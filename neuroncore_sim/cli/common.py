@@ -41,11 +41,15 @@ def progress(args: argparse.Namespace) -> Any:
 
 
 def report_launch(res: SimResult, n: int, args: argparse.Namespace, label: str | None = None,
-            trace_max_events: int | None = None) -> None:
-    """Print one launch's summary; with ``--out``, write its files (as a set: all or none)."""
+                  trace_max_events: int | None = None, heading: str | None = None,
+                  quiet: bool = False) -> None:
+    """Print one launch's summary (``quiet``: nothing on stdout); with ``--out``, write its
+    files (as a set: all or none). ``heading`` replaces the kernel and entry point after
+    ``== launch N:``."""
     name = label or res.program.name
-    print(f"== launch {n}: {name}" + ("" if label else f" ({res.entry})"))
-    print(report.summary_text(res), end="")
+    say = (lambda *_a, **_k: None) if quiet else print
+    say(f"== launch {n}: " + (heading or (name if label else f"{name} ({res.entry})")))
+    say(report.summary_text(res), end="")
     if args.out is None:
         return
     folder = launch_folder(args.out, n, name)
@@ -54,10 +58,10 @@ def report_launch(res: SimResult, n: int, args: argparse.Namespace, label: str |
         extra[EXPLORER_FOLDER + "/"] = lambda tmp: explorer.write_tables(res, tmp)
     write_launch_files(res, folder, trace_max_events, extra)
     if trace_max_events is not None and len(res.timing.events) > trace_max_events:
-        print(f"   trace.json: first {trace_max_events:,} of {len(res.timing.events):,} events "
-              "(--trace-max-events)")
+        say(f"   trace.json: first {trace_max_events:,} of {len(res.timing.events):,} events "
+            "(--trace-max-events)")
     shown = launch_folder(args.out_shown, n, name)  # as the user gave --out
     if not extra:
         print(f"neuroncore-sim: note: {shown}/{EXPLORER_FOLDER}/ not written: "
               f"{explorer.MISSING_PYARROW}", file=sys.stderr)
-    print(f"   wrote {shown}/")
+    say(f"   wrote {shown}/")

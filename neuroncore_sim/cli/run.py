@@ -14,9 +14,10 @@ from ..config import NeuronCoreConfig
 from ..errors import EXIT_FAILED, EXIT_OK, SimulatorError
 from ..frameworks.device_alias import install_device_aliases
 from ..frameworks.profile import profile_session
-from ..report.launch_files import check_launch_folder, launch_folder
+from ..report.launch_files import check_launch_folder, write_files
 from ..sweep.kernel_file import UsageError
 from .common import print_traceback, progress, report_launch
+from .launch_index import INDEX_FILE, distinct_launches, index_markdown, launch_table
 
 
 def script_position(tokens: list[str], run_options: dict[str, str | None]) -> int | None:
@@ -74,22 +75,37 @@ def run(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [str(script)] + list(args.args)
     sys.path.insert(0, str(script.resolve().parent))  # as `python SCRIPT.py` would
-    try:
+    try:  # identical launches are timed once (neuroncore_sim/launches.py)
         with profile_session(config=cfg, functional=not args.timing_only,
-                             progress=progress(args)) as session:
+                             progress=progress(args), reuse_timing=True,
+                             max_distinct=args.max_launches) as session:
             ending = _run_script(script)
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
-    launches = session.results
+    distinct = distinct_launches(session)
     if args.out is not None:  # every launch's folder checked before the first is written
-        for n, res in enumerate(launches, 1):
-            check_launch_folder(launch_folder(args.out, n, res.program.name))
-    for n, res in enumerate(launches, 1):
-        report_launch(res, n, args, trace_max_events=args.trace_max_events)
-    if len(launches) > 1:  # where the device time of the whole run went, per kernel and layer
-        print("== all launches (estimated device time per launch, kernel and layer)")
-        print(session.table())
-    return _script_ending(script, ending, len(launches), args.debug)
+        for d in distinct:
+            check_launch_folder(d.folder(args.out))
+    for d in distinct:
+        report_launch(d.first.result, d.number, args, trace_max_events=args.trace_max_events,
+                      heading=d.heading(), quiet=args.quiet)
+    launches = len(session.launches)
+    if args.out is not None and distinct:
+        text = index_markdown(distinct, args.out, script.name, launches)
+        write_files(args.out, {INDEX_FILE: lambda p: p.write_text(text)})
+    if launches > 1 or (args.quiet and launches):  # the launches, and where the time went
+        print(f"== all launches: {launches} launch{'es' if launches != 1 else ''}, "
+              f"{len(distinct)} distinct (estimated device time of one launch and of all)")
+        print(launch_table(distinct, args.out))
+        print(session.totals_text(len(distinct)))
+        if args.out is not None:
+            print(f"   wrote {args.out_shown}/{INDEX_FILE}")
+    skipped = session.recorder.skipped
+    if skipped:
+        print(f"neuroncore-sim: note: {skipped} more launch{'es' if skipped != 1 else ''} ran "
+              f"without being profiled: --max-launches {args.max_launches} profiles the first "
+              f"{args.max_launches} distinct launches only", file=sys.stderr)
+    return _script_ending(script, ending, launches, args.debug)
 
 
 def _run_script(script: Path) -> BaseException | None:

@@ -384,6 +384,8 @@ CLI_CASES: list[CliCase] = [
     _c("compiler_option_unknown", "profile {d}/good.py --compiler-option dgee=true", 2, USAGE + r"--compiler-option: unknown compile option\(s\) \['dgee'\]; expected one of toolchain, dge"),
     _c("compiler_option_bad_value", "run --compiler-option auto_cast=fp8 {d}/script_rule.py", 2, USAGE + r"'auto_cast' must be one of none, matmult, all, found 'fp8'"),
     _c("compiler_option_sweep", "sweep {d}/good.py --compiler-option dge=maybe --param N=1", 2, USAGE + r"compile option 'dge' must be true or false, found 'maybe'"),
+    _c("run_max_launches_zero", "run --max-launches 0 {d}/script_rule.py", 2, r"--max-launches: expected an integer >= 1, found '0'"),
+    _c("run_quiet_script_breaks_rule", "run --quiet {d}/script_rule.py", 1, r"^error: .*nl.exp: expected a tile in sbuf or psum", "script_rule.py"),
     _c("run_out_is_a_file", "run --out {out} {d}/script_rule.py", 2, USAGE + r"found an existing file", setup="file"),
     # sweep
     _c("sweep_no_param", "sweep {d}/good.py", 2, USAGE + r"expected at least one --param"),
