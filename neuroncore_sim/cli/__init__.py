@@ -32,6 +32,7 @@ from ..simulate import simulate
 from ..sweep import cli as sweep_cli
 from ..sweep.kernel_file import (UsageError, example_inputs, find_kernel, load_kernel_file,
                                  max_abs_error, split_target)
+from ..sweep.point import load_target, point_launch, reference_kwargs
 from . import compare as compare_command
 from . import run as run_command
 from .common import EXPLORER_FOLDER, print_traceback, progress, report_launch
@@ -98,11 +99,16 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, str | None]]:
                           "also those that look like options of run")
     prof = sub.add_parser(
         "profile", parents=[common], help="time one kernel of a kernel file on its example inputs",
-        description="Load FILE.py, call its example_inputs(), launch KERNEL on them (with the "
-                    "file's GRID, if any) and print where the time goes.")
+        description="Load FILE.py, call its example_inputs() (with the --param values it "
+                    "takes), launch KERNEL on them (with the file's GRID, if any) and print "
+                    "where the time goes.")
     prof.add_argument("target", metavar="FILE.py[::KERNEL]",
                       help="kernel file and kernel name, e.g. kernels/tensor_add.py::kernel "
                            "(KERNEL may be left out when the file has a `kernel`)")
+    prof.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                      help="a parameter of the launch, as for sweep but one value: a parameter "
+                           "of example_inputs (M=4096), config.<field>, or a kernel keyword; "
+                           "repeatable")
     sweep_cli.add_parser(sub, base)
     compare_command.add_parser(sub, base)
     run_options: dict[str, str | None] = {"-h": None, "--help": None}
@@ -194,17 +200,39 @@ def _main(argv: Sequence[str] | None) -> int:
 
 def _profile(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
     file, kname = split_target(args.target)
-    module = load_kernel_file(file)
-    name, kernel = find_kernel(module, kname)
-    pos, kw = example_inputs(module, file)
+    point = _point(args.param)
+    kernel_kw: dict = {}
+    if point:  # routed as a sweep routes a point: example_inputs, config.<field>, kernel keyword
+        kt = load_target(args.target)
+        module, kernel, name = kt.module, kt.kernel, kt.target.rpartition("::")[2]
+        pos, kw, kernel_kw, cfg = point_launch(kt, point, cfg or load_config("trn1"))
+    else:
+        module = load_kernel_file(file)
+        name, kernel = find_kernel(module, kname)
+        pos, kw = example_inputs(module, file)
     if args.out is not None:  # an unwritable launch folder fails before the simulation
         check_launch_folder(launch_folder(args.out, 1, name))
     res = simulate(kernel, *pos, grid=getattr(module, "GRID", ()), config=cfg,
-                   functional=not args.timing_only, progress=progress(args), **kw)
-    report_launch(res, 1, args, label=name, trace_max_events=args.trace_max_events)
+                   functional=not args.timing_only, progress=progress(args), **kw, **kernel_kw)
+    given = ", ".join(f"{k}={v}" for k, v in point.items())
+    report_launch(res, 1, args, label=name, trace_max_events=args.trace_max_events,
+                  heading=f"{name} ({given})" if point else None)
     reference = getattr(module, "reference", None)
     if args.timing_only or not callable(reference) or not res.outputs:
         return EXIT_OK
-    error = max_abs_error(res.outputs, reference(*pos, **kw))
+    ref_kw = reference_kwargs(kt, kernel_kw) if point else {}
+    error = max_abs_error(res.outputs, reference(*pos, **kw, **ref_kw))
     print(f"result check: max abs error vs {file}'s reference = {error:.3g}")
     return EXIT_OK
+
+
+def _point(specs: list[str]) -> dict:
+    """``profile --param`` values: one value per name (several are a sweep)."""
+    if not specs:
+        return {}
+    params = sweep_cli.parse_params(specs)
+    for name, values in params.items():
+        if len(values) != 1:
+            raise UsageError(f"profile --param {name}: expected one value (NAME=VALUE), found "
+                             f"{len(values)}; to time several, use `neuroncore-sim sweep`")
+    return {name: values[0] for name, values in params.items()}

@@ -352,6 +352,10 @@ CLI_CASES: list[CliCase] = [
     _c("profile_no_file_before_kernel", "profile ::kernel", 2, USAGE + r"expected FILE.py\[::KERNEL\] \(a kernel file, then its kernel\), found '::kernel'"),
     _c("sweep_no_file_before_kernel", "sweep ::kernel --param cols=4", 2, USAGE + r"expected FILE.py\[::KERNEL\] .*found '::kernel'"),
     _c("profile_a_script", "profile {d}/script_rule.py", 2, USAGE + r"script_rule.py: expected a kernel file .*found no example_inputs"),
+    _c("profile_param_two_values", "profile {d}/good.py --param cols=4,8", 2, USAGE + r"profile --param cols: expected one value \(NAME=VALUE\), found 2; to time several, use `neuroncore-sim sweep`"),
+    _c("profile_param_unknown", "profile {d}/good.py --param colz=4", 2, USAGE + r"good.py:\d+: sweep parameter 'colz' \(did you mean 'cols'\?\); expected a parameter of example_inputs \(cols\)"),
+    _c("profile_param_no_equals", "profile {d}/good.py --param cols", 2, USAGE + r"--param: expected NAME=V1,V2,..., found 'cols'"),
+    _c("profile_param_bad_config", "profile {d}/good.py --param config.dma_engines=0", 2, r"config field 'dma_engines' must be a positive integer, found 0"),
     # options shared by profile and run
     _c("config_unknown_preset", "profile {d}/good.py --config trn9", 2, USAGE + r"expected a preset name \(trn1, inf2\) or a .toml file, found 'trn9'"),
     _c("config_empty", "profile {d}/good.py --config=", 2, USAGE + r"found ''"),
