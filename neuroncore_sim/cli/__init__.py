@@ -24,7 +24,8 @@ import traceback
 from pathlib import Path
 from typing import Sequence
 
-from ..config import NeuronCoreConfig, load_config, with_compile_options
+from .. import __version__ as package_version
+from ..config import MODEL_VERSION, NeuronCoreConfig, load_config, with_compile_options
 from ..errors import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ConfigError,
                       SimulatorError, debug_from_environment, show_full_tracebacks)
 from ..report.launch_files import OutputPlaceError, check_launch_folder, check_out_dir, launch_folder
@@ -75,6 +76,9 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, str | None]]:
         prog="neuroncore-sim",
         description="Simulate NKI kernels on a NeuronCore-v2 (Trainium1 / Inferentia2) and "
                     "report how long they would take and where the time goes.")
+    p.add_argument("--version", action="version",
+                   version=f"neuroncore-sim {package_version} (timing model {MODEL_VERSION}; "
+                           "NeuronCore-v2: trn1, inf2)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = sub.add_parser(
         "run", parents=[common], help="run a Python script and time every kernel it launches",
@@ -144,7 +148,10 @@ def _main(argv: Sequence[str] | None) -> int:
         if at is not None:
             argv, script_args = argv[:at + 2], argv[at + 2:]
     try:
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:  # said with the usage of the command they were given to, not the top's
+            commands = next(a for a in parser._actions if a.dest == "command").choices
+            commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as e:  # argparse exits on --help (0) and on bad usage (2)
         return int(e.code or 0)
     args.debug = args.debug or debug_from_environment()  # NEURONCORE_SIM_DEBUG=1
