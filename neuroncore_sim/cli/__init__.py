@@ -36,7 +36,8 @@ from ..sweep.kernel_file import (UsageError, example_inputs, find_kernel, load_k
 from ..sweep.point import load_target, point_launch, reference_kwargs
 from . import compare as compare_command
 from . import run as run_command
-from .common import EXPLORER_FOLDER, print_traceback, progress, report_launch
+from .common import (EXPLORER_FOLDER, check_window, parse_window, print_traceback, progress,
+                     report_launch)
 
 __all__ = ["main", "EXPLORER_FOLDER"]
 
@@ -69,6 +70,11 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, str | None]]:
                         default=None,
                         help="with --out: keep only the first N events (in time) in trace.json "
                              "(about 220 bytes each; default: all)"))
+    shared.append(common.add_argument("--window", metavar="START:END", type=parse_window,
+                        default=None,
+                        help="with --out: draw only this part of each launch in timeline.png, "
+                             "in µs from the launch's start (20:35.5; 20: to the end; :5 from "
+                             "the start), at the image's full resolution"))
     shared.append(common.add_argument("--no-progress", action="store_true",
                         help="no progress bars (they are drawn on stderr when it is a terminal "
                              "and a launch takes more than half a second)"))
@@ -154,6 +160,10 @@ def _main(argv: Sequence[str] | None) -> int:
             commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as e:  # argparse exits on --help (0) and on bad usage (2)
         return int(e.code or 0)
+    if getattr(args, "window", None) is not None and args.out is None:
+        print("neuroncore-sim: error: --window: expected with --out (it sets the part of each "
+              "launch that timeline.png draws), found no --out", file=sys.stderr)
+        return EXIT_USAGE
     args.debug = args.debug or debug_from_environment()  # NEURONCORE_SIM_DEBUG=1
     show_full_tracebacks(args.debug)
     if script_args is not None:
@@ -221,6 +231,7 @@ def _profile(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
         check_launch_folder(launch_folder(args.out, 1, name))
     res = simulate(kernel, *pos, grid=getattr(module, "GRID", ()), config=cfg,
                    functional=not args.timing_only, progress=progress(args), **kw, **kernel_kw)
+    check_window(res, args)
     given = ", ".join(f"{k}={v}" for k, v in point.items())
     report_launch(res, 1, args, label=name, trace_max_events=args.trace_max_events,
                   heading=f"{name} ({given})" if point else None)

@@ -12,8 +12,10 @@ from .. import report
 from ..errors import filtering_tracebacks, hide_package_frames
 from ..report import explorer
 from ..report.launch_files import launch_folder, write_launch_files
+from ..report.plot import TimelineWindowError, window_span
 from ..report.progress import log_lines
 from ..result import SimResult
+from ..sweep.kernel_file import UsageError
 
 #: Folder of each launch's --out folder that holds Neuron Explorer's Parquet tables.
 EXPLORER_FOLDER = "parquet"
@@ -40,6 +42,33 @@ def progress(args: argparse.Namespace) -> Any:
     return True if sys.stderr.isatty() else log_lines
 
 
+def parse_window(text: str) -> tuple[float | None, float | None]:
+    """An argparse ``type=``: ``START:END`` in µs (either may be left out) -> ns."""
+    start, sep, end = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        bounds = tuple(float(v) * 1000 if v.strip() else None for v in (start, end))
+    except ValueError:
+        bounds = ()
+    if len(bounds) != 2 or any(b is not None and not (0 <= b < float("inf")) for b in bounds) \
+            or (None not in bounds and bounds[0] >= bounds[1]) or bounds == (None, None):
+        raise argparse.ArgumentTypeError(
+            f"expected START:END in µs with 0 <= START < END (either may be left out, as in "
+            f"20: or :35.5), found {text!r}")
+    return bounds  # type: ignore[return-value]
+
+
+def check_window(res: SimResult, args: argparse.Namespace) -> None:
+    """A ``--window`` that starts at or after the launch's end is a usage error (said before
+    any file of the launch is written)."""
+    if getattr(args, "window", None) is not None:
+        try:
+            window_span(args.window, res.latency_ns)
+        except TimelineWindowError as e:
+            raise UsageError(f"--window: {e}") from None
+
+
 def report_launch(res: SimResult, n: int, args: argparse.Namespace, label: str | None = None,
                   trace_max_events: int | None = None, heading: str | None = None,
                   quiet: bool = False) -> None:
@@ -56,7 +85,7 @@ def report_launch(res: SimResult, n: int, args: argparse.Namespace, label: str |
     extra = {}
     if explorer.available():  # Neuron Explorer's tables: optional (pyarrow)
         extra[EXPLORER_FOLDER + "/"] = lambda tmp: explorer.write_tables(res, tmp)
-    write_launch_files(res, folder, trace_max_events, extra)
+    write_launch_files(res, folder, trace_max_events, extra, window=getattr(args, "window", None))
     if trace_max_events is not None and len(res.timing.events) > trace_max_events:
         say(f"   trace.json: first {trace_max_events:,} of {len(res.timing.events):,} events "
             "(--trace-max-events)")

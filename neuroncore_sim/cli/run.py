@@ -16,7 +16,7 @@ from ..frameworks.device_alias import install_device_aliases
 from ..frameworks.profile import profile_session
 from ..report.launch_files import check_launch_folder, write_files
 from ..sweep.kernel_file import UsageError
-from .common import print_traceback, progress, report_launch
+from .common import check_window, print_traceback, progress, report_launch
 from .launch_index import INDEX_FILE, distinct_launches, index_markdown, launch_table
 
 
@@ -86,6 +86,7 @@ def run(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
     if args.out is not None:  # every launch's folder checked before the first is written
         for d in distinct:
             check_launch_folder(d.folder(args.out))
+            check_window(d.first.result, args)
     for d in distinct:
         report_launch(d.first.result, d.number, args, trace_max_events=args.trace_max_events,
                       heading=d.heading(), quiet=args.quiet)

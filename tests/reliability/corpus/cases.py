@@ -356,6 +356,10 @@ CLI_CASES: list[CliCase] = [
     _c("profile_param_unknown", "profile {d}/good.py --param colz=4", 2, USAGE + r"good.py:\d+: sweep parameter 'colz' \(did you mean 'cols'\?\); expected a parameter of example_inputs \(cols\)"),
     _c("profile_param_no_equals", "profile {d}/good.py --param cols", 2, USAGE + r"--param: expected NAME=V1,V2,..., found 'cols'"),
     _c("profile_param_bad_config", "profile {d}/good.py --param config.dma_engines=0", 2, r"config field 'dma_engines' must be a positive integer, found 0"),
+    _c("profile_window_without_out", "profile {d}/good.py --window 0:1", 2, USAGE + r"--window: expected with --out"),
+    _c("profile_window_reversed", "profile {d}/good.py --window 5:2 --out {out}", 2, r"--window: expected START:END in µs with 0 <= START < END"),
+    _c("profile_window_after_the_end", "profile {d}/good.py --window 1000:2000 --out {out}", 2, USAGE + r"--window: timeline window; expected START < END within the launch \(0 to [\d.]+ µs\), found 1000:2000 µs"),
+    _c("run_window_word", "run --window soon {d}/script_rule.py", 2, r"--window: expected START:END in µs"),
     # options shared by profile and run
     _c("config_unknown_preset", "profile {d}/good.py --config trn9", 2, USAGE + r"expected a preset name \(trn1, inf2\) or a .toml file, found 'trn9'"),
     _c("config_empty", "profile {d}/good.py --config=", 2, USAGE + r"found ''"),
