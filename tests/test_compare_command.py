@@ -84,3 +84,20 @@ def test_out_that_is_a_file_fails_before_timing(tmp_path, capsys):
     taken.write_text("")
     assert cli.main(["compare", MATMUL, BLOCKED, "--out", str(taken)]) == 2
     assert "expected a directory" in capsys.readouterr().err
+
+
+def test_params_apply_to_both_sides(capsys):
+    assert cli.main(["compare", BLOCKED, "--param", "M=256", "--param", "n_block=2",
+                     "--config-b", "inf2"]) == 0
+    text = capsys.readouterr().out
+    assert f"B          : {BLOCKED} on inf2 (M=256, n_block=2)" in text
+    module = load_kernel_file(Path(BLOCKED))
+    pos, kw = example_inputs(module, BLOCKED, M=256)
+    a = ncs.simulate(module.kernel, *pos, functional=False, n_block=2, **kw).latency_ns
+    assert f"latency    : A {a:,.0f} ns" in text
+    assert a != _latency(BLOCKED)
+
+
+def test_a_param_with_two_values_is_a_usage_error(capsys):
+    assert cli.main(["compare", BLOCKED, "--config-b", "inf2", "--param", "M=128,256"]) == 2
+    assert "--param M: expected one value (NAME=VALUE), found 2" in capsys.readouterr().err

@@ -46,7 +46,7 @@ def test_profile_param_sets_a_config_field(capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--param", "M=128,256"], "profile --param M: expected one value (NAME=VALUE), found 2"),
+    (["--param", "M=128,256"], "--param M: expected one value (NAME=VALUE), found 2"),
     (["--param", "Q=4"], "sweep parameter 'Q'; expected a parameter of example_inputs"),
     (["--param", "M"], "--param: expected NAME=V1,V2,..., found 'M'"),
 ])

@@ -36,8 +36,8 @@ from ..sweep.kernel_file import (UsageError, example_inputs, find_kernel, load_k
 from ..sweep.point import load_target, point_launch, reference_kwargs
 from . import compare as compare_command
 from . import run as run_command
-from .common import (EXPLORER_FOLDER, check_window, parse_window, print_traceback, progress,
-                     report_launch)
+from .common import (EXPLORER_FOLDER, check_window, one_value_params, parse_window,
+                     print_traceback, progress, report_launch)
 
 __all__ = ["main", "EXPLORER_FOLDER"]
 
@@ -217,7 +217,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 def _profile(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
     file, kname = split_target(args.target)
-    point = _point(args.param)
+    point = one_value_params(args.param)
     kernel_kw: dict = {}
     if point:  # routed as a sweep routes a point: example_inputs, config.<field>, kernel keyword
         kt = load_target(args.target)
@@ -242,15 +242,3 @@ def _profile(args: argparse.Namespace, cfg: NeuronCoreConfig | None) -> int:
     error = max_abs_error(res.outputs, reference(*pos, **kw, **ref_kw))
     print(f"result check: max abs error vs {file}'s reference = {error:.3g}")
     return EXIT_OK
-
-
-def _point(specs: list[str]) -> dict:
-    """``profile --param`` values: one value per name (several are a sweep)."""
-    if not specs:
-        return {}
-    params = sweep_cli.parse_params(specs)
-    for name, values in params.items():
-        if len(values) != 1:
-            raise UsageError(f"profile --param {name}: expected one value (NAME=VALUE), found "
-                             f"{len(values)}; to time several, use `neuroncore-sim sweep`")
-    return {name: values[0] for name, values in params.items()}

@@ -14,6 +14,7 @@ from ..report import explorer
 from ..report.launch_files import launch_folder, write_launch_files
 from ..report.plot import TimelineWindowError, window_span
 from ..report.progress import log_lines
+from ..sweep import cli as sweep_cli
 from ..result import SimResult
 from ..sweep.kernel_file import UsageError
 
@@ -94,3 +95,15 @@ def report_launch(res: SimResult, n: int, args: argparse.Namespace, label: str |
         print(f"neuroncore-sim: note: {shown}/{EXPLORER_FOLDER}/ not written: "
               f"{explorer.MISSING_PYARROW}", file=sys.stderr)
     say(f"   wrote {shown}/")
+
+
+def one_value_params(specs: list[str]) -> dict:
+    """``--param`` values of profile and compare: one value per name (several are a sweep)."""
+    if not specs:
+        return {}
+    params = sweep_cli.parse_params(specs)
+    for name, values in params.items():
+        if len(values) != 1:
+            raise UsageError(f"--param {name}: expected one value (NAME=VALUE), found "
+                             f"{len(values)}; to time several, use `neuroncore-sim sweep`")
+    return {name: values[0] for name, values in params.items()}

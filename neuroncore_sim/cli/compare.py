@@ -26,9 +26,9 @@ from ..report.launch_files import write_files
 from ..result import SimResult
 from ..simulate import simulate
 from ..sweep.cli import at_least
-from ..sweep.kernel_file import (UsageError, example_inputs, find_kernel, load_kernel_file,
-                                 split_target)
-from .common import progress
+from ..sweep.kernel_file import UsageError
+from ..sweep.point import load_target, point_launch
+from .common import one_value_params, progress
 
 #: Files ``--out`` writes.
 TEXT_FILE, JSON_FILE, PLOT_FILE = "comparison.txt", "comparison.json", "comparison.png"
@@ -57,6 +57,9 @@ def add_parser(sub: Any, base: argparse.ArgumentParser) -> None:
         p.add_argument(f"--compiler-option-{side}", metavar="NAME=VALUE", action="append",
                        default=[], help=f"a compile option for side {side.upper()} only "
                                         "(repeatable)")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="a parameter of both launches, as for profile (M=4096, a kernel keyword "
+                        "or config.<field>); repeatable")
     p.add_argument("--out", metavar="DIR", type=Path, default=None,
                    help=f"also write {TEXT_FILE}, {JSON_FILE} and {PLOT_FILE} (both timelines "
                         "on one time axis) under DIR")
@@ -75,8 +78,11 @@ def run(args: argparse.Namespace) -> int:
                          f"only {args.a!r}: A and B would be the same launch")
     targets = {"a": args.a, "b": args.b if args.b is not None else args.a}
     configs = {s: _side_config(args, *settings[s]) for s in "ab"}
-    labels = tuple(_label(targets[s], configs[s], settings[s][1]) for s in "ab")
-    results = [_time(targets[s], configs[s], args) for s in "ab"]
+    point = one_value_params(args.param)
+    given = ", ".join(f"{k}={v}" for k, v in point.items())
+    labels = tuple(_label(targets[s], configs[s], settings[s][1]) + (f" ({given})" if given else "")
+                   for s in "ab")
+    results = [_time(targets[s], configs[s], point, args) for s in "ab"]
     comparison = compare(results[0], results[1], labels=labels)  # type: ignore[arg-type]
     text = comparison.text(top_lines=args.top)
     print(text, end="")
@@ -109,11 +115,11 @@ def _label(target: str, cfg: NeuronCoreConfig | None, options: list[str]) -> str
     return f"{target} on {name}" + (f" with {', '.join(options)}" if options else "")
 
 
-def _time(target: str, cfg: NeuronCoreConfig | None, args: argparse.Namespace) -> SimResult:
-    """Time the target's kernel on its file's example inputs (no values: timing only)."""
-    file, kname = split_target(target)
-    module = load_kernel_file(file)
-    _, kernel = find_kernel(module, kname)
-    pos, kw = example_inputs(module, file)
-    return simulate(kernel, *pos, grid=getattr(module, "GRID", ()), config=cfg,
-                    functional=False, progress=progress(args), **kw)
+def _time(target: str, cfg: NeuronCoreConfig | None, point: dict[str, Any],
+          args: argparse.Namespace) -> SimResult:
+    """Time the target's kernel on its file's example inputs, with ``point``'s parameters
+    (routed as a sweep routes them); no values: timing only."""
+    kt = load_target(target)
+    pos, kw, kernel_kw, cfg = point_launch(kt, point, cfg or load_config("trn1"))
+    return simulate(kt.kernel, *pos, grid=getattr(kt.module, "GRID", ()), config=cfg,
+                    functional=False, progress=progress(args), **kw, **kernel_kw)
