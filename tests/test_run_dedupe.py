@@ -193,3 +193,17 @@ def test_launch_key_of_arrays_constants_and_objects():
                                            ([1, 2, 3, 5, 7, 8], "1-3, 5, 7-8")])
 def test_spans(numbers, text):
     assert spans(numbers) == text
+
+
+def test_a_benchmark_past_max_launches_still_gets_its_latency(tmp_path, capsys):
+    script = _script(tmp_path, KERNEL + '''
+x = np.zeros((128, 512), np.float32)
+add(x)
+b = nki.benchmark(warmup=1, iters=2)(add)
+b(np.zeros((128, 256), np.float32))  # distinct, past --max-launches 1: not profiled
+print("p50", b.benchmark_result.nc_latency.get_latency_percentile(50) > 0)
+''')
+    assert cli.main(["run", "--max-launches", "1", "--no-progress", str(script)]) == 0
+    captured = capsys.readouterr()
+    assert "p50 True" in captured.out and "== launch 2" not in captured.out
+    assert "1 more launch ran without being profiled" in captured.err
