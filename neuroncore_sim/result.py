@@ -7,7 +7,7 @@ is imported only inside :attr:`SimResult.events`, so the core loads without it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .timing import analysis, bounds, critical_path, mechanisms, memory_use
@@ -36,6 +36,9 @@ class SimResult:
         entry: the entry point that made the launch ("neuroncore_sim.simulate", "nki.jit",
             "nki.baremetal", "nki.simulate_kernel", "nki.benchmark", "nki.profile").
         kernel_loc: the kernel's ``def`` line ("file.py:LINE"), when known.
+        launch_key: inside a ``record_launches`` block that tells launches apart, what makes
+            this launch the same as another (:func:`neuroncore_sim.launches.launch_key`);
+            launches with equal keys share one timing. None elsewhere.
     """
 
     program: Program
@@ -44,6 +47,7 @@ class SimResult:
     timing: TimingResult | None
     entry: str = "neuroncore_sim.simulate"
     kernel_loc: str | None = None
+    launch_key: Any = field(default=None, repr=False, compare=False)
 
     def _timing(self) -> TimingResult:
         if self.timing is None:

@@ -19,6 +19,7 @@ instead.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import itertools
 import os
@@ -36,6 +37,7 @@ from .compiler.placement import check_capacity
 from .config import NeuronCoreConfig, load_config
 from .environment import check_fits, launch_environment, values_do_not_fit
 from .launch_outputs import collect_outputs
+from .launches import LaunchRecorder, launch_key, program_fingerprint
 from .dtypes import to_dtype
 from .errors import (ConfigError, KernelError, SimulatorError, SimulatorWarning,
                      UnsupportedError, caller_loc, expected, public_entry,
@@ -400,12 +402,22 @@ def simulate_launch(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], 
     kernel calls) is overridden there, because the block exists to time the launches.
     """
     session = _session()
+    asked_timing = timing  # (what the entry point needs: nki.benchmark reads the latency)
     if session is not None:
         timing = True
         config = session.config if config is None else config
         functional = functional and session.functional
         progress = progress or session.progress
     cfg = _config(config)
+    key = None  # which launches are the same (launches.py): in a block that tells them apart
+    if session is not None and session.keeps_keys:
+        key = launch_key(kernel, args, kwargs, grid, cfg, functional, entry)
+        if not session.profiles(key):  # past the block's max_distinct: run, do not profile
+            timing, session, key = asked_timing, None, None
+        elif (earlier := session.earlier(key)) is not None and not functional:
+            result = dataclasses.replace(earlier, entry=entry)  # no values: the same launch
+            session.collect(result)
+            return result
     bars = _progress_factory(progress)
     name = getattr(kernel, "__name__", "kernel")
     with _bar(bars, f"{name}: tracing", None) as bar:
@@ -415,7 +427,9 @@ def simulate_launch(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], 
         if bar is not None:
             bar.update(len(launch.program.instructions))
     times = None
-    if timing:
+    if key is not None and session is not None:
+        times, key = session.timing_for(key, launch.program)
+    if timing and times is None:
         with _bar(bars, f"{name}: timing", len(launch.program.instructions)) as bar, \
                 launch_environment(blas_single_threaded=False):
             times = simulate_timing(launch.program, cfg,
@@ -424,32 +438,14 @@ def simulate_launch(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], 
     found = times.warnings if times is not None else check_capacity(launch.program, cfg)
     _warn(found, launch.program, getattr(kernel, "func", kernel))  # SpillWarnings
     result = SimResult(program=launch.program, outputs=launch.outputs, config=cfg, timing=times,
-                       entry=entry, kernel_loc=_def_loc(getattr(kernel, "func", kernel)))
+                       entry=entry, kernel_loc=_def_loc(getattr(kernel, "func", kernel)),
+                       launch_key=key)
     if session is not None:
-        session.results.append(result)
+        session.collect(result)
     return result
 
 
 # --- launch objects ----------------------------------------------------------------------------
-@dataclass
-class LaunchRecorder:
-    """Kernel launches made inside :func:`record_launches`, and how to run them."""
-
-    config: Any = None
-    functional: bool = True
-    progress: bool | ProgressFactory = False
-    results: list[SimResult] = field(default_factory=list)
-
-    def __iter__(self) -> Iterator[SimResult]:
-        return iter(self.results)
-
-    def __len__(self) -> int:
-        return len(self.results)
-
-    def __getitem__(self, i: int) -> SimResult:
-        return self.results[i]
-
-
 _SESSION: ContextVar[LaunchRecorder | None] = ContextVar("neuroncore_sim_session", default=None)
 #: Every open record_launches block of the process, innermost last: threads the user's code
 #: starts inside a block do not inherit its context, yet their launches belong to it.
@@ -469,7 +465,8 @@ def _session() -> LaunchRecorder | None:
 
 @contextlib.contextmanager
 def record_launches(config: Any = None, functional: bool = True,
-                    progress: bool | ProgressFactory = False) -> Iterator[LaunchRecorder]:
+                    progress: bool | ProgressFactory = False, reuse_timing: bool = False,
+                    max_distinct: int | None = None) -> Iterator[LaunchRecorder]:
     """Inside this block every kernel launch is timed and its result collected, whichever entry
     point made it (``nki.jit`` / ``nki.trace`` / ``nki.baremetal`` kernel calls, ``kernel[grid]``,
     ``nki.simulate_kernel``, ``nki.benchmark``, ``nki.profile``, :func:`simulate`).
@@ -483,8 +480,11 @@ def record_launches(config: Any = None, functional: bool = True,
             that names its own ``config`` keeps it.
         functional: False runs them timing-only (outputs are None).
         progress: progress bars for each launch, as in :func:`simulate`.
+        reuse_timing, max_distinct: time identical launches once; profile at most
+            ``max_distinct`` distinct launches (:class:`~neuroncore_sim.launches.LaunchRecorder`).
     """
-    recorder = LaunchRecorder(_config(config), functional, progress)
+    recorder = LaunchRecorder(_config(config), functional, progress,
+                              reuse_timing=reuse_timing, max_distinct=max_distinct)
     token = _SESSION.set(recorder)
     with _OPEN_LOCK:
         _OPEN.append(recorder)

@@ -4,7 +4,7 @@
     python scripts/validate.py -k 'probe|mamba_v1' --no-write        # some cases, print only
     python scripts/validate.py --fit dma_hbm_read_bytes_per_ns:3:20 --fit-cases 'probe|silu'
 
-Sets (``shared/calibration.md``; each runs under its own config, :func:`set_config`):
+Sets (docs/model.md, "Calibration"; each runs under its own config, :func:`set_config`):
 
 * ``aws``: AWS's tutorial tables and single-instruction profiles (always; ``--tutorials`` is
   the ``tutorials`` folder of aws-neuron/nki-samples, whose kernels then run unmodified);

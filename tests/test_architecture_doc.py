@@ -42,7 +42,7 @@ def test_each_question_has_an_answer_with_paths(question: str) -> None:
     ("neuroncore_sim/config.py", "NeuronCoreConfig"),
     ("neuroncore_sim/result.py", "summary"),
     ("neuroncore_sim/report/tables.py", "summary_text"),
-    ("neuroncore_sim/cli.py", "_parser"),
+    ("neuroncore_sim/cli/__init__.py", "_parser"),
 ])
 def test_named_symbols_are_where_the_doc_says(path: str, symbol: str) -> None:
     assert f"`{symbol}" in DOC, f"the doc no longer names {symbol}"

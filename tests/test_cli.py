@@ -59,12 +59,17 @@ def test_run_times_every_launch_and_writes_reports(tmp_path, capsys):
     assert cli.main(["run", "--out", str(out), str(script), "--flag", "7"]) == 0
     text = capsys.readouterr().out
     assert "script args: ['--flag', '7']" in text
-    assert "== launch 1: add_one" in text and "== launch 2: add_one" in text
+    # the two launches are identical (kernel, shapes, dtypes, config): reported once
+    assert "== launch 1: add_one (nki.jit): 2 identical launches (1-2)" in text
+    assert "== launch 2" not in text
     # and where the whole run's device time went, per kernel and per layer
-    assert "== all launches" in text and "per kernel" in text and "per layer" in text
-    assert "over 2 launches" in text
+    assert "== all launches: 2 launches, 1 distinct" in text
+    assert "per kernel" in text and "per layer" in text
+    assert "over 2 launches (1 distinct)" in text
     assert "latency" in text and "bottleneck" in text
-    for n in (1, 2):
+    assert sorted(p.name for p in out.iterdir()) == ["index.md", "launch1_add_one"]
+    assert "| 1 | add_one | nki.jit | 2 | 1-2 |" in (out / "index.md").read_text()
+    for n in (1,):
         folder = out / f"launch{n}_add_one"
         names = {p.name for p in folder.iterdir()}
         assert names == {"summary.json", "summary.txt", "events.csv", "timeline.png",
@@ -100,7 +105,8 @@ def test_launches_before_a_kernel_error_are_still_reported(tmp_path, capsys):
                     .replace("def bad", "@nki.jit\ndef bad"))
     assert cli.main(["run", str(script)]) == 1
     captured = capsys.readouterr()
-    assert captured.out.count("== launch ") == 2  # the two add_one launches
+    # the two add_one launches, identical: reported once
+    assert "== launch 1: add_one (nki.jit): 2 identical launches (1-2)" in captured.out
     assert captured.err.startswith("error: late.py:") and captured.err.count("\n") == 1
 
 
@@ -111,8 +117,9 @@ def test_profile_sample_kernel(tmp_path, capsys):
     assert "kernel (grid [2, 2])" in text and "cycles of the TensorE clock" in text
     assert (tmp_path / "launch1_kernel" / "timeline.png").stat().st_size > 10_000
     summary = (tmp_path / "launch1_kernel" / "summary.txt").read_text()
-    for section in ("roofline   :", "per engine:", "dma (all engines):", "stalls:",
-                    "memory per allocation site:", "per source line:"):
+    # (the table headings say their units: "per engine (busy_ns ...):")
+    for section in ("roofline   :", "\nper engine (", "\ndma (all engines; ", "stalls:",
+                    "memory per allocation site:", "\nper source line ("):
         assert section in summary
 
 

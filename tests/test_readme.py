@@ -36,9 +36,11 @@ def test_named_files_exist():
 def test_documented_flags_exist(capsys):
     flags = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", README))
     helps = ""
-    for command in ("run", "profile", "sweep"):
+    for command in ("run", "profile", "sweep", "compare"):
         assert cli.main([command, "--help"]) == 0
         helps += capsys.readouterr().out
+    assert cli.main(["--help"]) == 0  # the top level's own: --version
+    helps += capsys.readouterr().out
     # pytest options the cycle-regression plugin registers count too
     helps += (ROOT / "neuroncore_sim" / "pytest_plugin.py").read_text()
     assert {"--out", "--config", "--timing-only", "--workers"} <= flags

@@ -142,6 +142,8 @@ class ProfileSession:
     def __init__(self, results: _OriginList) -> None:
         self._results = results
         self.host_ns: float = 0.0
+        #: the record_launches block behind the session (its ``skipped`` launch count)
+        self.recorder: Any = None
 
     @property
     def results(self) -> list[SimResult]:
@@ -197,19 +199,27 @@ class ProfileSession:
             site = str(r.site)[-32:]  # keep the line number when the file name is long
             lines.append(f"{i:>3}  {r.kernel[-26:]:<26} {r.layer[-24:]:<24} {site:<32} "
                          f"{r.device_ns / 1e3:>10.2f}  {shapes}")
+        return "\n".join(lines) + "\n" + self.totals_text()
+
+    def totals_text(self, distinct: int | None = None) -> str:
+        """The per-kernel and per-layer totals, and device vs host time (``distinct``: how
+        many of the launches were distinct, said when given)."""
+        lines = []
         for title, rows in (("kernel", self.by_kernel()), ("layer", self.by_layer())):
             lines.append("")
             lines.append(f"{'per ' + title:<32} {'calls':>6} {'device us':>12}")
             lines.extend(f"{k[-32:]:<32} {n:>6} {ns / 1e3:>12.2f}" for k, n, ns in rows)
         lines.append("")
+        of = f" ({distinct} distinct)" if distinct is not None else ""
         lines.append(f"device total {self.device_ns / 1e3:.2f} us (estimated) over "
-                     f"{len(self.launches)} launches; host time {self.host_ns / 1e6:.1f} ms")
+                     f"{len(self.launches)} launches{of}; host time {self.host_ns / 1e6:.1f} ms")
         return "\n".join(lines)
 
 
 @contextlib.contextmanager
 def profile_session(config: Any = None, functional: bool = True, model: Any = None,
-                    progress: Any = False) -> Iterator[ProfileSession]:
+                    progress: Any = False, reuse_timing: bool = False,
+                    max_distinct: int | None = None) -> Iterator[ProfileSession]:
     """Record every kernel launch made inside the block (see the module's docstring).
 
     Args:
@@ -218,10 +228,15 @@ def profile_session(config: Any = None, functional: bool = True, model: Any = No
             programs that do not use them).
         model: a ``torch.nn.Module`` whose submodules name the layers of its launches.
         progress: progress bars for each launch, as in :func:`neuroncore_sim.simulate`.
+        reuse_timing, max_distinct: time identical launches once, and profile at most
+            ``max_distinct`` distinct ones (:mod:`neuroncore_sim.launches`;
+            ``neuroncore-sim run`` uses both).
     """
-    with record_launches(config=config, functional=functional, progress=progress) as rec:
+    with record_launches(config=config, functional=functional, progress=progress,
+                         reuse_timing=reuse_timing, max_distinct=max_distinct) as rec:
         rec.results = _OriginList()
         session = ProfileSession(rec.results)
+        session.recorder = rec
         start = time.perf_counter_ns()
         with _torch_layers(model):
             try:

@@ -166,10 +166,11 @@ def _move_into_place(tmp: Path, final: Path) -> None:
 
 
 def write_launch_files(res: "SimResult", folder: Path, trace_max_events: int | None = None,
-                       extra: dict[str, Writer] | None = None) -> None:
+                       extra: dict[str, Writer] | None = None,
+                       window: tuple[float | None, float | None] | None = None) -> None:
     """``summary.json`` (with the advice), ``summary.txt``, ``events.csv``, ``trace.json`` and
-    ``timeline.png`` of one launch in ``folder``, and the ``extra`` files, written as a set
-    (:func:`write_files`)."""
+    ``timeline.png`` (only ``window``, ns, when given: :func:`.plot.timeline`) of one launch in
+    ``folder``, and the ``extra`` files, written as a set (:func:`write_files`)."""
     from . import chrome_trace, plot
     from .advice import advice
     from .tables import full_text
@@ -182,5 +183,5 @@ def write_launch_files(res: "SimResult", folder: Path, trace_max_events: int | N
         "summary.txt": lambda p: p.write_text(full_text(res)),
         "events.csv": lambda p: res.events.to_csv(p, index=False),
         "trace.json": lambda p: chrome_trace.write(res, p, max_events=trace_max_events),
-        "timeline.png": lambda p: plot.save_timeline(res, p),
+        "timeline.png": lambda p: plot.save_timeline(res, p, window=window),
         **(extra or {})})

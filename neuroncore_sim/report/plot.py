@@ -26,6 +26,7 @@ from ..timing import memory_use
 from ..timing.critical_path import CriticalPath, critical_path
 from ..timing.events import MAIN_ENGINES, Event, is_dma_row
 from ..program.ir import MemSpace
+from ..errors import SimulatorError, expected
 from ..result import SimResult
 
 if TYPE_CHECKING:
@@ -39,7 +40,10 @@ LANES = ("tensor", "tensor_ls", "vector", "scalar", "gpsimd", "sync")
 _FIG_WIDTH_IN = 12.0
 _DPI = 100
 _UTIL_BINS = 400
-_DMA_BAND_HEIGHT = 1.6
+#: Height of the DMA band in lanes: tall enough for each of the 16 queues' labels.
+_DMA_BAND_HEIGHT = 3.2
+_QUEUE_FONT_PT = 5
+_QUEUE_LABEL_PAD_PT = 22  # lane names sit left of the queue labels
 _LANE_BINS = int(_FIG_WIDTH_IN * _DPI)  # about one bin per pixel of the lanes' width
 #: A lane with more events than ``_LANE_BINS / BIN_ABOVE_PIXELS_PER_EVENT`` is drawn binned.
 BIN_ABOVE_PIXELS_PER_EVENT = 8
@@ -139,12 +143,14 @@ def _colours(opcodes: list[str]) -> dict[str, Any]:
     return {op: palette[i % len(palette)] for i, op in enumerate(opcodes)}
 
 
-def _draw_lanes(ax: "Axes", events: list[Event], latency_ns: float, n_dma: int,
+def _draw_lanes(ax: "Axes", events: list[Event], span: tuple[float, float], n_dma: int,
                 path: CriticalPath | None = None,
-                dma_labels: dict[str, str] | None = None) -> None:
+                dma_labels: dict[str, str] | None = None,
+                colour_order: list[str] | None = None) -> None:
     compute, dma = _lanes(events)
     n_dma = max(n_dma, len(dma))
-    px_ns = max(latency_ns, 1.0) / (_FIG_WIDTH_IN * _DPI)
+    t0, t1 = span
+    px_ns = max(t1 - t0, 1.0) / (_FIG_WIDTH_IN * _DPI)
     # y position (bottom) and height of every row; lanes go top to bottom.
     y: dict[str, tuple[float, float]] = {}
     top = len(compute) + _DMA_BAND_HEIGHT
@@ -166,7 +172,7 @@ def _draw_lanes(ax: "Axes", events: list[Event], latency_ns: float, n_dma: int,
     dma_keys = list(dict.fromkeys(list(dma_labels.values()) + [OTHER_DMA]))
     dma_keys = [k for k in dma_keys if any(is_dma_row(e.engine) and key(e) == k
                                            for e in events)]
-    colours = _colours(opcodes)
+    colours = _colours(list(dict.fromkeys((colour_order or []) + opcodes)))
     colours.update(_dma_colours(dma_keys))
     groups: dict[tuple[str, str], list[Event]] = {}
     for e in events:
@@ -176,7 +182,7 @@ def _draw_lanes(ax: "Axes", events: list[Event], latency_ns: float, n_dma: int,
     for (row, _), evs in groups.items():
         counts[row] = counts.get(row, 0) + len(evs)
     binned = {r for r, n in counts.items() if n * BIN_ABOVE_PIXELS_PER_EVENT > _LANE_BINS}
-    edges = np.linspace(0.0, max(latency_ns, 1.0), _LANE_BINS + 1)
+    edges = np.linspace(t0, max(t1, t0 + 1.0), _LANE_BINS + 1)
     stacked = {r: np.zeros(_LANE_BINS) for r in binned}
     for (row, op), evs in sorted(groups.items(), key=lambda kv: (kv[0][0], order.index(kv[0][1]))):
         starts = np.array([e.start_ns for e in evs])
@@ -206,6 +212,11 @@ def _draw_lanes(ax: "Axes", events: list[Event], latency_ns: float, n_dma: int,
                 transform=ax.transAxes, ha="right", va="top", fontsize=7, color="0.4")
     ticks = [y[r][0] + y[r][1] / 2 for r in compute] + [_DMA_BAND_HEIGHT / 2]
     ax.set_yticks(ticks, list(compute) + [f"dma\n({n_dma} engines)"])
+    # Each DMA queue named beside its sub-lane (minor ticks), the lane names further out.
+    ax.set_yticks([_DMA_BAND_HEIGHT - (q + 0.5) * sub for q in range(n_dma)],
+                  [f"dma{q}" for q in range(n_dma)], minor=True)
+    ax.tick_params(axis="y", which="minor", labelsize=_QUEUE_FONT_PT, length=0, pad=1)
+    ax.tick_params(axis="y", which="major", pad=_QUEUE_LABEL_PAD_PT)
     ax.set_ylim(0, top)
     ax.axhline(_DMA_BAND_HEIGHT, color="0.7", linewidth=0.5)
     handles = [_patch(colours[op], op) for op in order]
@@ -239,8 +250,9 @@ def _patch(colour: Any, label: str) -> Any:
     return Patch(facecolor=colour, label=label)
 
 
-def _draw_utilisation(ax: "Axes", events: list[Event], latency_ns: float, n_dma: int) -> None:
-    edges = np.linspace(0.0, max(latency_ns, 1.0), _UTIL_BINS + 1)
+def _draw_utilisation(ax: "Axes", events: list[Event], span: tuple[float, float],
+                      n_dma: int) -> None:
+    edges = np.linspace(span[0], max(span[1], span[0] + 1.0), _UTIL_BINS + 1)
     mid_us = (edges[:-1] + edges[1:]) / 2 / 1000
     comp = busy_fraction(events, set(MAIN_ENGINES), len(MAIN_ENGINES), edges)
     dma_rows = {r for r in {e.engine for e in events} if is_dma_row(r)}
@@ -263,23 +275,26 @@ def bin_max(times: np.ndarray, values: np.ndarray, edges: np.ndarray) -> np.ndar
     return np.array([values[a:max(b, a + 1)].max() for a, b in zip(first, stop)])
 
 
-def _draw_memory(ax: "Axes", result: SimResult) -> None:
+def _draw_memory(ax: "Axes", result: SimResult, span: tuple[float, float]) -> None:
     """SBUF (left axis) and PSUM (right axis) KiB per partition in use over time, each scaled
     to its own peak so a small footprint still shows its shape; the legend gives the peaks
     against the capacities."""
     assert result.timing is not None  # timeline() checked it
     lives = memory_use.tile_lives(result.program, result.timing, result.config)
     end_ns = max(result.timing.latency_ns, 1.0)
+    t0, t1 = span
     handles = []
     for axis, space, colour in ((ax, MemSpace.SBUF, "tab:green"),
                                 (ax.twinx(), MemSpace.PSUM, "tab:purple")):
         t, used = memory_use.usage_series(lives, space)
         cap = memory_use.capacity(space, result.config)
         peak = int(used.max())
-        if len(t) > _LANE_BINS:  # more changes than pixels: draw each pixel's maximum
-            t = np.linspace(0.0, end_ns, _LANE_BINS + 1)[:-1]
-            used = bin_max(*memory_use.usage_series(lives, space), np.append(t, end_ns))
-        (line,) = axis.step(np.append(t, end_ns) / 1000, np.append(used, used[-1]) / 1024,
+        last = end_ns
+        in_span = int(np.searchsorted(t, t1) - np.searchsorted(t, t0))
+        if in_span > _LANE_BINS:  # more changes than pixels: draw each pixel's maximum
+            t, last = np.linspace(t0, t1, _LANE_BINS + 1)[:-1], t1
+            used = bin_max(*memory_use.usage_series(lives, space), np.append(t, t1))
+        (line,) = axis.step(np.append(t, last) / 1000, np.append(used, used[-1]) / 1024,
                             where="post", color=colour, linewidth=0.9,
                             label=f"{space.value.upper()} (peak {peak:,} of {cap:,} "
                                   f"B/partition, {100.0 * peak / cap:.1f}%)")
@@ -292,8 +307,16 @@ def _draw_memory(ax: "Axes", result: SimResult) -> None:
               frameon=False)
 
 
+def lane_count(result: SimResult) -> float:
+    """Height of :func:`timeline`'s lanes panel in lane units (compute lanes plus the DMA band),
+    for figures that stack several timelines."""
+    events = list(result.timing.events) if result.timing is not None else []
+    return len(_lanes(events)[0]) + _DMA_BAND_HEIGHT
+
+
 def timeline(result: SimResult, path: str | Path | None = None, ax: "Axes | None" = None,
-             title: str | None = None) -> "Figure":
+             title: str | None = None, colour_order: list[str] | None = None,
+             window: tuple[float | None, float | None] | None = None) -> "Figure":
     """Plot the launch's engine timeline, its busy fractions and its SBUF/PSUM use; optionally
     save it as an image.
 
@@ -303,9 +326,17 @@ def timeline(result: SimResult, path: str | Path | None = None, ax: "Axes | None
         ax: draw only the lanes into this Axes (no utilisation or memory panel); its figure is
             returned.
         title: figure title; default names kernel, config and latency.
+        colour_order: opcodes in the order their colours are given (default: this launch's
+            opcodes sorted); timelines drawn with one order colour an opcode alike.
+        window: ``(start_ns, end_ns)``: draw only this part of the launch (None for an end:
+            the launch's start or end), at the full resolution of the image (lanes are binned
+            over the window, not over the launch). An end past the latency is cut to it.
 
     Returns:
         the matplotlib Figure (close it with ``matplotlib.pyplot.close(fig)`` when done).
+
+    Raises:
+        TimelineWindowError: a window that is empty or starts at or after the latency.
     """
     import matplotlib
 
@@ -314,37 +345,109 @@ def timeline(result: SimResult, path: str | Path | None = None, ax: "Axes | None
 
     latency = result.latency_ns  # raises UnsupportedError for an untimed launch
     events = list(result.timing.events) if result.timing is not None else []
+    span = window_span(window, latency)
+    if span != (0.0, latency):
+        events = _clip(events, *span)
     n_dma = result.config.dma_engines
     if title is None:
         title = (f"{result.program.name} on {result.config.name}: "
                  f"{latency / 1000:.2f} µs, {len(events)} events")
+        if span != (0.0, latency):
+            title += f" (window {span[0] / 1000:,.3f}-{span[1] / 1000:,.3f} µs)"
     crit = critical_path(result.timing) if result.timing is not None else None
     labels = dma_labels(result)
     if ax is not None:
-        _draw_lanes(ax, events, latency, n_dma, crit, labels)
+        _draw_lanes(ax, events, span, n_dma, crit, labels, colour_order)
         ax.set_title(title, fontsize=10)
-        fig = ax.figure
+        fig, lanes = ax.figure, ax
     else:
         n_lanes = len(_lanes(events)[0])
         fig, (lanes, util, mem) = plt.subplots(
-            3, 1, sharex=True, figsize=(_FIG_WIDTH_IN, 1.2 + 0.45 * (n_lanes + 5)),
+            3, 1, sharex=True,
+            figsize=(_FIG_WIDTH_IN, 1.2 + 0.45 * (n_lanes + _DMA_BAND_HEIGHT + 3.4)),
             gridspec_kw={"height_ratios": [n_lanes + _DMA_BAND_HEIGHT, 1.6, 1.6]}, dpi=_DPI)
-        _draw_lanes(lanes, events, latency, n_dma, crit, labels)
-        _draw_utilisation(util, events, latency, n_dma)
-        _draw_memory(mem, result)
-        lanes.set_xlim(0, max(latency, 1.0) / 1000)
+        _draw_lanes(lanes, events, span, n_dma, crit, labels, colour_order)
+        _draw_utilisation(util, events, span, n_dma)
+        _draw_memory(mem, result, span)
         lanes.set_title(title, fontsize=10)
         fig.tight_layout()
+    lanes.set_xlim(span[0] / 1000, max(span[1], span[0] + 1.0) / 1000)
     if path is not None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=_DPI)
     return fig
 
 
-def save_timeline(result: SimResult, path: str | Path) -> Path:
-    """Write :func:`timeline` of ``result`` to ``path`` and free the figure (for batch use,
-    where open figures would pile up in memory)."""
+class TimelineWindowError(SimulatorError):
+    """A timeline window that holds no part of the launch."""
+
+
+def window_span(window: tuple[float | None, float | None] | None,
+                latency_ns: float) -> tuple[float, float]:
+    """``window`` (ns; None ends: the launch's own) as a ``(start, end)`` inside the launch.
+
+    Raises:
+        TimelineWindowError: start >= end, a negative start, or a start at or after the latency.
+    """
+    start, end = window if window is not None else (None, None)
+    start = 0.0 if start is None else float(start)
+    end = latency_ns if end is None else min(float(end), latency_ns)
+    if start < 0 or start >= latency_ns or (window is not None and window[1] is not None
+                                           and float(window[1]) <= start):
+        raise TimelineWindowError(expected(
+            "timeline window", f"START < END within the launch (0 to {latency_ns / 1000:,.3f} "
+            "µs)", f"{_us(window[0] if window else None)}:{_us(window[1] if window else None)} "
+            "µs"))
+    return start, end
+
+
+def _us(ns: float | None) -> str:
+    return "" if ns is None else f"{ns / 1000:g}"
+
+
+def _clip(events: list[Event], start: float, end: float) -> list[Event]:
+    """The events overlapping ``[start, end]``, cut to it."""
+    return [Event(e.instr_id, e.engine, e.opcode, max(e.start_ns, start), min(e.end_ns, end),
+                  e.nbytes, e.waited_on, e.source, e.instance)
+            for e in events if e.end_ns > start and e.start_ns < end]
+
+
+def save_timeline(result: SimResult, path: str | Path,
+                  window: tuple[float | None, float | None] | None = None) -> Path:
+    """Write :func:`timeline` of ``result`` (only ``window``, when given) to ``path`` and free
+    the figure (for batch use, where open figures would pile up in memory)."""
     import matplotlib.pyplot as plt
 
-    plt.close(timeline(result, path))
+    plt.close(timeline(result, path, window=window))
+    return Path(path)
+
+
+def comparison_timeline(res_a: SimResult, res_b: SimResult, path: str | Path,
+                        labels: tuple[str, str] | None = None) -> Path:
+    """Draw A's and B's engine timelines stacked, on one time axis (the longer latency), and
+    save the image to ``path``; returns the path."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # headless: never needs a display
+    import matplotlib.pyplot as plt
+
+    labels = labels or tuple(f"{r.program.name} on {r.config.name}" for r in (res_a, res_b))
+    heights = [lane_count(r) for r in (res_a, res_b)]
+    opcodes = sorted({e.opcode for r in (res_a, res_b) for e in r.timing.events}) \
+        if res_a.timing is not None and res_b.timing is not None else None
+    fig, axes = plt.subplots(2, 1, sharex=True,
+                             figsize=(_FIG_WIDTH_IN, 1.5 + 0.45 * sum(heights)),
+                             gridspec_kw={"height_ratios": heights}, dpi=_DPI)
+    try:
+        for ax, res, side, label in zip(axes, (res_a, res_b), "AB", labels):
+            timeline(res, ax=ax, title=f"{side}: {label}: {res.latency_ns / 1000:,.2f} µs",
+                     colour_order=opcodes)
+        end_us = max(res_a.latency_ns, res_b.latency_ns, 1.0) / 1000
+        axes[0].set_xlim(0, end_us)
+        axes[1].set_xlabel("time (µs)")
+        fig.tight_layout()
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=_DPI)
+    finally:
+        plt.close(fig)
     return Path(path)

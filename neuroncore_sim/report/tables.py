@@ -12,8 +12,12 @@
 
 Two DMA numbers are kept apart on purpose: *queue busy* (share of the latency the DMA engines
 spend on transfers, including per-buffer overheads and HBM waits) and *bandwidth* (bytes moved
-over the latency against the peak of all DMA engines). A kernel can keep its queues 94% busy while
-moving 35% of peak bandwidth: many small buffers.
+over the latency against the peak of all DMA engines). A kernel moving many small buffers keeps
+its queues busy while moving a fraction of the peak bytes.
+
+Units: per engine row, busy time is that row's (the "dma" row: the mean over its queues, as
+``summary()["busy_ns"]["dma"]``); per source line and in the DMA total, time is summed over every
+row, each DMA queue counted (the work a line caused, which can exceed the latency).
 
 All tables are pandas DataFrames built from ``result.timing.events``; pandas is imported inside
 the functions so that importing this module stays cheap.
@@ -42,11 +46,13 @@ def _busy_percent(busy_ns: float, latency_ns: float) -> float:
 def engine_table(result: SimResult) -> "pd.DataFrame":
     """Per-engine busy time: one row per compute engine row (plus "dma", all DMA engines).
 
-    Columns: ``busy_ns``, ``busy_percent`` (of the launch latency; for "dma" the DMA queue busy
-    share: the DMA engines' summed busy time over their count, not bandwidth, see
-    :func:`dma_table`), ``instructions`` (distinct instructions that ran there),
-    ``events`` and one ``<opcode>_ns`` column per opcode (time that row spent on it).
-    Index: the engine row name.
+    Columns: ``rows`` (engine rows the row stands for: 1, or ``config.dma_engines`` for "dma"),
+    ``busy_ns`` (time the row was busy; for "dma" the mean over its queues, as
+    ``summary()["busy_ns"]["dma"]``, so that every row's ``busy_ns`` is at most the latency),
+    ``busy_percent`` (``busy_ns`` over the launch latency; for "dma" the DMA queue busy share,
+    not bandwidth, see :func:`dma_table`), ``instructions`` (distinct instructions that ran
+    there), ``events`` and one ``<opcode>_ns`` column per opcode (time that row spent on it;
+    for "dma" the mean over its queues too). Index: the engine row name.
     """
     import pandas as pd
 
@@ -64,12 +70,12 @@ def engine_table(result: SimResult) -> "pd.DataFrame":
                           "instructions": g["instr_id"].nunique(),
                           "events": g.size()}).join(by_op)
     table = table.reindex(rows).fillna(0.0)
-    n_dma = result.config.dma_engines
-    table["busy_percent"] = [
-        _busy_percent(b / (n_dma if r == "dma" else 1), latency)
-        for r, b in zip(table.index, table["busy_ns"])]
+    table.insert(0, "rows", [result.config.dma_engines if r == "dma" else 1 for r in rows])
+    timed = [c for c in table.columns if c == "busy_ns" or c.endswith("_ns")]
+    table[timed] = table[timed].div(table["rows"], axis=0)  # dma: the mean over its queues
+    table["busy_percent"] = [_busy_percent(b, latency) for b in table["busy_ns"]]
     table[["instructions", "events"]] = table[["instructions", "events"]].astype(int)
-    order = ["busy_ns", "busy_percent", "instructions", "events"]
+    order = ["rows", "busy_ns", "busy_percent", "instructions", "events"]
     table = table[order + [c for c in table.columns if c not in order]]
     table.index.name = "engine"
     return table
@@ -317,7 +323,8 @@ def summary_text(result: SimResult) -> str:
     top = source_table(result).head(3)
     if len(top):
         lines.append("top lines  : " + "; ".join(
-            f"{src or '?'} {row.percent:.0f}%" for src, row in top.iterrows()))
+            f"{src or '?'} {row.percent:.0f}%" for src, row in top.iterrows())
+            + " (of all engine time, each DMA queue's counted)")
     return "\n".join(lines) + "\n"
 
 
@@ -380,13 +387,19 @@ def full_text(result: SimResult) -> str:
     source-line tables: the ``summary.txt`` of a report folder."""
     import pandas as pd
 
+    queues = result.config.dma_engines
     parts = [summary_text(result).rstrip("\n"),
-             "per engine:\n" + engine_table(result).to_string(),
-             "dma (all engines):\n" + dma_table(result).loc[["total"]].to_string(),
-             "dma per source line (heaviest first):\n"
+             f"per engine (busy_ns and <opcode>_ns: time the row was busy; dma: the mean over "
+             f"its {queues} queues, as summary.json's busy_ns.dma):\n"
+             + engine_table(result).to_string(),
+             f"dma (all engines; busy_ns summed over the {queues} queues, queue_busy_percent "
+             "their mean):\n" + dma_table(result).loc[["total"]].to_string(),
+             f"dma per source line (heaviest first; busy_ns summed over the {queues} queues):\n"
              + dma_line_table(result).head(10).round(1).to_string(),
              "stalls:\n" + stall_table(result).to_string(index=False),
              "memory per allocation site:\n" + memory_table(result).to_string(),
-             "per source line:\n" + source_table(result).to_string()]
+             f"per source line (busy_ns: engine time summed over all rows, each of the {queues} "
+             "DMA queues counted; percent: of all engine time):\n"
+             + source_table(result).to_string()]
     with pd.option_context("display.width", 160, "display.max_columns", 20):
         return "\n\n".join(parts) + "\n"

@@ -5,7 +5,8 @@
 
 prints the ranked table (per problem, i.e. per value of the example_inputs parameters: fastest
 first, best marked ``*``) and writes ``points.jsonl``, ``sweep.csv`` and ``sweep.png`` under
-``--out``. Exit status: 0 when at least one point ran,
+``--out``, with ``best/``: the best point's full report (summary, events, timeline, trace).
+Exit status: 0 when at least one point ran,
 1 when every point failed (or the sweep could not run), 2 when the command line is wrong, 130
 when interrupted (Ctrl-C; the finished points stay saved).
 """
@@ -23,9 +24,15 @@ from .kernel_file import UsageError
 from .dask_connect import DEFAULT_CONNECT_TIMEOUT_S, check_timeout
 from .point import SweepError
 from .points_file import DamagedPointsWarning
-from .run import PLOT_FILE, POINTS_FILE, TABLE_FILE, sweep
+from ..config import load_config
+from ..report.launch_files import write_launch_files
+from ..simulate import simulate
+from .point import load_target, point_launch
+from .run import PLOT_FILE, POINTS_FILE, TABLE_FILE, expand, sweep
 from .table import ENGINES
 
+#: Folder of ``--out`` holding the best point's full report.
+BEST_FOLDER = "best"
 #: Characters of an error message shown in the table (the full text is in sweep.csv).
 _ERROR_WIDTH = 60
 
@@ -74,7 +81,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                         f"{DEFAULT_CONNECT_TIMEOUT_S:g})")
     p.add_argument("--out", metavar="DIR", type=Path, default=None,
                    help=f"write {POINTS_FILE} (one line per finished point; a second run with "
-                        f"the same DIR resumes), {TABLE_FILE} and {PLOT_FILE} under DIR")
+                        f"the same DIR resumes), {TABLE_FILE}, {PLOT_FILE} and {BEST_FOLDER}/ "
+                        "(the best point's full report: summary, timeline, trace) under DIR")
     p.add_argument("--top", type=at_least(1), default=20, metavar="N",
                    help="rows of the table to print per problem (points with the same "
                         "example_inputs parameters; default 20)")
@@ -158,7 +166,30 @@ def run(args: argparse.Namespace) -> int:
               f"{first['error']}")
     if args.out is not None:
         print(f"wrote {args.out}/{POINTS_FILE}, {TABLE_FILE} and {PLOT_FILE}")
+        write_best(args, table, params)
     return EXIT_FAILED if len(failed) == len(table) else EXIT_OK
+
+
+def write_best(args: argparse.Namespace, table: Any, params: dict[str, list[Any]]) -> None:
+    """Under ``--out``, the full report of each problem's best point (the files of
+    ``profile --out``: summary, events, timeline, trace) in ``best/`` (``best_problem<N>/``
+    when the sweep holds several problems). The point is timed again in this process: a sweep
+    keeps only its measured numbers."""
+    best = table[table["best"]]
+    grid = expand(params)
+    kt = load_target(args.target)
+    base = load_config(getattr(args, "resolved_config", None) or args.config or "trn1")
+    several = table["problem"].nunique() > 1
+    for _, row in best.iterrows():
+        point = grid[int(row["point"])]
+        pos, kw, kernel_kw, cfg = point_launch(kt, point, base)
+        res = simulate(kt.kernel, *pos, grid=getattr(kt.module, "GRID", ()), config=cfg,
+                       functional=False, **kw, **kernel_kw)
+        folder = Path(args.out) / (f"{BEST_FOLDER}_problem{int(row['problem'])}" if several
+                                   else BEST_FOLDER)
+        write_launch_files(res, folder)
+        given = ", ".join(f"{k}={v}" for k, v in point.items())
+        print(f"wrote {folder}/: the full report of the best point ({given})")
 
 
 def _show(caught: list[warnings.WarningMessage]) -> None:

@@ -213,6 +213,35 @@ def run_point(target: str, point: dict[str, Any], config: NeuronCoreConfig,
     return row
 
 
+def point_launch(kt: KernelTarget, point: dict[str, Any], base: NeuronCoreConfig
+                 ) -> tuple[tuple, dict, dict, NeuronCoreConfig]:
+    """What one point launches, outside a sweep (``profile --param``, a sweep's best point):
+    the example inputs (positional, keyword), the kernel keywords and the config. The point's
+    names and config values are checked as a sweep checks them.
+
+    Raises:
+        SweepParameterError: a name no part of the kernel file takes, a bad config value.
+    """
+    kt.check([point], base)
+    shape, fields, kernel_kw = kt.route(point)
+    cfg = override(base, fields, "sweep parameter config.<field>") if fields else base
+    pos, kw = example_inputs(kt.module, kt.target, **shape)
+    _no_clash(kt, kw, kernel_kw)
+    return pos, kw, kernel_kw, cfg
+
+
+def reference_kwargs(kt: KernelTarget, kernel_kw: dict[str, Any]) -> dict[str, Any]:
+    """The kernel keywords the file's ``reference`` takes too."""
+    return {k: v for k, v in kernel_kw.items() if _accepts(kt.module.reference, k)}
+
+
+def _no_clash(kt: KernelTarget, kw: dict[str, Any], kernel_kw: dict[str, Any]) -> None:
+    clash = sorted(set(kw) & set(kernel_kw))
+    if clash:
+        raise SweepError(expected(f"sweep parameter {clash[0]!r}", "a kernel keyword",
+                                  "the name of an input array from example_inputs"), kt.loc)
+
+
 def _measure(kt: KernelTarget, point: dict[str, Any], base: NeuronCoreConfig,
              check: bool | int) -> dict[str, Any]:
     shape, fields, kernel_kw = kt.route(point)
@@ -222,18 +251,14 @@ def _measure(kt: KernelTarget, point: dict[str, Any], base: NeuronCoreConfig,
     if not isinstance(check, bool) and wants_check(check, pos, kw):
         functional = True
         pos, kw = _inputs(kt, shape, functional)
-    clash = sorted(set(kw) & set(kernel_kw))
-    if clash:
-        raise SweepError(expected(f"sweep parameter {clash[0]!r}", "a kernel keyword",
-                                  "the name of an input array from example_inputs"), kt.loc)
+    _no_clash(kt, kw, kernel_kw)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         res = simulate(kt.kernel, *pos, grid=getattr(kt.module, "GRID", ()), config=cfg,
                        functional=functional, **kw, **kernel_kw)
     row = measured_row(res, _flags(caught))
     if functional:
-        ref_kw = {k: v for k, v in kernel_kw.items() if _accepts(kt.module.reference, k)}
-        want = kt.module.reference(*pos, **kw, **ref_kw)
+        want = kt.module.reference(*pos, **kw, **reference_kwargs(kt, kernel_kw))
         want = tuple(want) if isinstance(want, (tuple, list)) else (want,)
         row["max_abs_err"] = err = max_abs_error(res.outputs, want)
         tol = _tolerance(*pos, *kw.values(), *want)

@@ -195,7 +195,7 @@ def test_the_corpus_is_large_enough() -> None:
 
 
 def test_every_option_of_every_command_has_a_case() -> None:
-    """Each option of profile, run and sweep appears in a case of that command."""
+    """Each option of every command (profile, run, sweep, compare) appears in a case of it."""
     parser, _ = cli._parser()
     commands = next(a for a in parser._actions if a.dest == "command").choices
     for name, sub in commands.items():

@@ -389,7 +389,7 @@ def test_cli_sweep_prints_the_ranked_table(tmp_path: Path, scale_file: Path, cap
     assert lines[1].startswith("*") and len([ln for ln in lines if ln.startswith("*")]) == 1
     assert "match" in lines[0] and "True" in lines[1]
     assert f"wrote {out}/points.jsonl, sweep.csv and sweep.png" in text
-    assert {p.name for p in out.iterdir()} == {"points.jsonl", "sweep.csv", "sweep.png"}
+    assert {p.name for p in out.iterdir()} == {"points.jsonl", "sweep.csv", "sweep.png", "best"}
 
 
 def test_cli_sweep_exit_status(tmp_path: Path, scale_file: Path, capsys) -> None:

@@ -352,6 +352,14 @@ CLI_CASES: list[CliCase] = [
     _c("profile_no_file_before_kernel", "profile ::kernel", 2, USAGE + r"expected FILE.py\[::KERNEL\] \(a kernel file, then its kernel\), found '::kernel'"),
     _c("sweep_no_file_before_kernel", "sweep ::kernel --param cols=4", 2, USAGE + r"expected FILE.py\[::KERNEL\] .*found '::kernel'"),
     _c("profile_a_script", "profile {d}/script_rule.py", 2, USAGE + r"script_rule.py: expected a kernel file .*found no example_inputs"),
+    _c("profile_param_two_values", "profile {d}/good.py --param cols=4,8", 2, USAGE + r"--param cols: expected one value \(NAME=VALUE\), found 2; to time several, use `neuroncore-sim sweep`"),
+    _c("profile_param_unknown", "profile {d}/good.py --param colz=4", 2, USAGE + r"good.py:\d+: sweep parameter 'colz' \(did you mean 'cols'\?\); expected a parameter of example_inputs \(cols\)"),
+    _c("profile_param_no_equals", "profile {d}/good.py --param cols", 2, USAGE + r"--param: expected NAME=V1,V2,..., found 'cols'"),
+    _c("profile_param_bad_config", "profile {d}/good.py --param config.dma_engines=0", 2, r"config field 'dma_engines' must be a positive integer, found 0"),
+    _c("profile_window_without_out", "profile {d}/good.py --window 0:1", 2, USAGE + r"--window: expected with --out"),
+    _c("profile_window_reversed", "profile {d}/good.py --window 5:2 --out {out}", 2, r"--window: expected START:END in µs with 0 <= START < END"),
+    _c("profile_window_after_the_end", "profile {d}/good.py --window 1000:2000 --out {out}", 2, USAGE + r"--window: timeline window; expected START < END within the launch \(0 to [\d.]+ µs\), found 1000:2000 µs"),
+    _c("run_window_word", "run --window soon {d}/script_rule.py", 2, r"--window: expected START:END in µs"),
     # options shared by profile and run
     _c("config_unknown_preset", "profile {d}/good.py --config trn9", 2, USAGE + r"expected a preset name \(trn1, inf2\) or a .toml file, found 'trn9'"),
     _c("config_empty", "profile {d}/good.py --config=", 2, USAGE + r"found ''"),
@@ -384,6 +392,8 @@ CLI_CASES: list[CliCase] = [
     _c("compiler_option_unknown", "profile {d}/good.py --compiler-option dgee=true", 2, USAGE + r"--compiler-option: unknown compile option\(s\) \['dgee'\]; expected one of toolchain, dge"),
     _c("compiler_option_bad_value", "run --compiler-option auto_cast=fp8 {d}/script_rule.py", 2, USAGE + r"'auto_cast' must be one of none, matmult, all, found 'fp8'"),
     _c("compiler_option_sweep", "sweep {d}/good.py --compiler-option dge=maybe --param N=1", 2, USAGE + r"compile option 'dge' must be true or false, found 'maybe'"),
+    _c("run_max_launches_zero", "run --max-launches 0 {d}/script_rule.py", 2, r"--max-launches: expected an integer >= 1, found '0'"),
+    _c("run_quiet_script_breaks_rule", "run --quiet {d}/script_rule.py", 1, r"^error: .*nl.exp: expected a tile in sbuf or psum", "script_rule.py"),
     _c("run_out_is_a_file", "run --out {out} {d}/script_rule.py", 2, USAGE + r"found an existing file", setup="file"),
     # sweep
     _c("sweep_no_param", "sweep {d}/good.py", 2, USAGE + r"expected at least one --param"),
@@ -410,6 +420,20 @@ CLI_CASES: list[CliCase] = [
     _c("sweep_no_progress_missing_file", "sweep {d}/nothing.py --param cols=4 --no-progress", 2, USAGE + r"kernel file not found"),
     _c("sweep_debug_missing_file", "sweep {d}/nothing.py --param cols=4 --debug", 2, USAGE + r"kernel file not found"),
     _c("run_debug_script_breaks_rule", "run --debug --timing-only --no-progress {d}/script_rule.py", 1, r"Traceback[\s\S]*^error: .*nl.exp: expected a tile in sbuf or psum", "script_rule.py"),
+    # compare (issue 27)
+    _c("compare_one_target", "compare {d}/good.py", 2, USAGE + r"compare: expected two targets \(A B\), or one target and a setting for a side"),
+    _c("compare_missing_file", "compare {d}/nothing.py {d}/good.py", 2, USAGE + r"kernel file not found"),
+    _c("compare_bad_config", "compare {d}/good.py {d}/good.py --config trn9", 2, USAGE + r"found 'trn9'"),
+    _c("compare_bad_config_a", "compare {d}/good.py --config-a {d}/cfg_bad_value.toml --config-b inf2", 2, USAGE + r"must be a positive integer, found 0"),
+    _c("compare_bad_config_b", "compare {d}/good.py --config-b trn9", 2, USAGE + r"expected a preset name \(trn1, inf2\) or a .toml file, found 'trn9'"),
+    _c("compare_compiler_option", "compare {d}/good.py --config-b inf2 --compiler-option dge", 2, USAGE + r"--compiler-option: expected NAME=VALUE"),
+    _c("compare_compiler_option_a", "compare {d}/good.py --compiler-option-a dgee=true", 2, USAGE + r"unknown compile option\(s\) \['dgee'\]"),
+    _c("compare_compiler_option_b", "compare {d}/good.py --compiler-option-b dge=maybe", 2, USAGE + r"compile option 'dge' must be true or false, found 'maybe'"),
+    _c("compare_out_is_a_file", "compare {d}/good.py --config-b inf2 --out {out}", 2, USAGE + r"expected a directory .*found an existing file", setup="file"),
+    _c("compare_param_unknown", "compare {d}/good.py --config-b inf2 --param colz=4", 2, USAGE + r"sweep parameter 'colz' \(did you mean 'cols'\?\)"),
+    _c("compare_top_zero", "compare {d}/good.py --config-b inf2 --top 0", 2, r"--top: expected an integer >= 1, found '0'"),
+    _c("compare_kernel_breaks_rule", "compare {d}/good.py {d}/breaks_rule.py --no-progress", 1, r"^error: .*expected shapes that broadcast", "breaks_rule.py"),
+    _c("compare_debug", "compare {d}/breaks_rule.py --config-b inf2 --debug", 1, r"Traceback[\s\S]*error: .*expected shapes that broadcast", "breaks_rule.py"),
     _c("sweep_every_point_fails", "sweep {d}/breaks_rule.py --param cols=4,8 --workers 1 --out {out}", 1, r"^$", "breaks_rule.py",
        stdout=r"2 of 2 point\(s\) failed; point \d: .*breaks_rule.py:7: nl.add: expected shapes that broadcast"),
 ]
@@ -417,7 +441,7 @@ CLI_CASES: list[CliCase] = [
 #: Cases whose stderr rightly holds a Python traceback: --debug asks for one, and a script's
 #: own bug is shown as `python SCRIPT.py` would show it.
 TRACEBACK_EXPECTED = {"debug_shows_traceback", "run_script_bug", "run_script_syntax_error",
-                      "run_debug_script_breaks_rule"}
+                      "run_debug_script_breaks_rule", "compare_debug"}
 
 
 # --- config fields ------------------------------------------------------------------------------
