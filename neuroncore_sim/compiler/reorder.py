@@ -77,6 +77,10 @@ class _Memory:
         self.demand = dict.fromkeys(self.capacity, 0)
         self.site_bytes: dict[object, int] = {}  # site -> bytes its ring has reached
         self.site_space: dict[object, MemSpace] = {}
+        # bytes of the tiles open now and at most (placement by live range needs no more)
+        self.live = dict.fromkeys(self.capacity, 0)
+        self.live_peak = dict.fromkeys(self.capacity, 0)
+        self.sizes: dict[int, tuple[MemSpace, int]] = {}
 
     def fits(self, k: int) -> bool:
         """Whether opening instruction ``k``'s new tiles keeps every memory within capacity."""
@@ -88,7 +92,10 @@ class _Memory:
                    for m in extra)
 
     def schedule(self, ins: Instruction, k: int) -> None:
-        for site, space, size, _ in self.opens[k]:
+        for site, space, size, tid in self.opens[k]:
+            self.sizes[tid] = space, size
+            self.live[space] += size
+            self.live_peak[space] = max(self.live_peak[space], self.live[space])
             n = self.open[site] = self.open.get(site, 0) + 1
             if n > self.peak.get(site, 0):
                 self.peak[site] = n
@@ -102,17 +109,21 @@ class _Memory:
                 if left == 1:
                     site = a.tensor.site or a.tensor.id
                     self.open[site] -= 1
+                    space, size = self.sizes[a.tensor.id]
+                    self.live[space] -= size
 
 
 def memory_demand(instrs: list[Instruction], config: NeuronCoreConfig
-                  ) -> tuple[dict[MemSpace, int], dict[object, tuple[MemSpace, int]]]:
+                  ) -> tuple[dict[MemSpace, int], dict[object, tuple[MemSpace, int]],
+                             dict[MemSpace, int]]:
     """Bytes per partition of SBUF and PSUM the allocator's rings need for ``instrs`` in their
-    order (summed as :class:`_Memory` sums them), and each allocation site's memory and share."""
+    order (summed as :class:`_Memory` sums them), each allocation site's memory and share, and
+    the most bytes of tiles live at once (what placement by live range needs at least)."""
     memory = _Memory(instrs, config)
     for k, ins in enumerate(instrs):
         memory.schedule(ins, k)
     return memory.demand, {site: (memory.site_space[site], b)
-                           for site, b in memory.site_bytes.items()}
+                           for site, b in memory.site_bytes.items()}, memory.live_peak
 
 
 def estimate_ns(ins: Instruction, config: NeuronCoreConfig) -> tuple[float, float]:
@@ -215,12 +226,12 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
     start = [0.0] * n
     agenda: list[tuple[float, str]] = []
     memory = _Memory(instrs, config)
-    # A memory the kernel's own order already over-subscribes spills whatever the order: the
+    # A memory the kernel's own order over-subscribes spills whatever the order: the
     # scheduler may then grow that order's demand by SPILL_TOLERANCE of the capacity (passes.py
     # compares the two streams' spills afterwards)
-    own, _ = memory_demand(instrs, config)
+    own, _, live = memory_demand(instrs, config)
     for m, cap in memory.capacity.items():
-        if own[m] > cap:
+        if live[m] > cap:  # (its tiles live at once do not fit: it spills)
             memory.capacity[m] = own[m] + int(cap * SPILL_TOLERANCE)
     held: dict[str, list[int]] = {q: [] for q in queues}  # ready, but over a memory's capacity
 

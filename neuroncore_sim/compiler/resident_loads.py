@@ -47,7 +47,7 @@ def keep_resident_loads(instrs: list[Instruction], config: NeuronCoreConfig
             repeats.setdefault(site, {})[ins.out.tensor.id] = first
     if not repeats:
         return instrs
-    demands, shares = memory_demand(instrs, config)
+    demands, shares, _ = memory_demand(instrs, config)
     demand, capacity = demands[MemSpace.SBUF], config.sbuf_usable_bytes_per_partition
     origin: dict[int, TensorDecl] = {}
     for site, moved in repeats.items():
