@@ -1,10 +1,11 @@
 """The ``neuroncore-sim`` command line: profile NKI kernels without hardware.
 
-Three subcommands::
+Four subcommands::
 
     neuroncore-sim run my_script.py [ARGS...]          # time every kernel launch of a script
     neuroncore-sim profile kernels/tensor_add.py::kernel   # time one sample kernel
     neuroncore-sim sweep kernels/matmul_blocked.py --param n_block=1,2,4   # rank a grid
+    neuroncore-sim calibrate emit suite/     # fit the model to your hardware (docs/calibrate.md)
 
 ``--out DIR`` writes, per launch, ``summary.json``, ``summary.txt``, ``events.csv``,
 ``timeline.png``, ``trace.json`` (open in https://ui.perfetto.dev) and ``parquet/``: the profile
@@ -31,6 +32,7 @@ from .report.progress import log_lines
 from .report.launch_files import (OutputPlaceError, check_launch_folder, check_out_dir,
                                   launch_folder, write_launch_files)
 from .sweep import cli as sweep_cli
+from .calibrate import cli as calibrate_cli
 from .alias import install_neuronxcc_alias
 from .frameworks.device_alias import install_device_aliases
 from .config import NeuronCoreConfig, load_config, with_compile_options
@@ -107,6 +109,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, str | None]]:
                       help="kernel file and kernel name, e.g. kernels/tensor_add.py::kernel "
                            "(KERNEL may be left out when the file has a `kernel`)")
     sweep_cli.add_parser(sub, base)
+    calibrate_cli.add_calibrate_parser(sub, base)
     run_options: dict[str, str | None] = {"-h": None, "--help": None}
     for action in shared:
         for option in action.option_strings:
@@ -166,6 +169,8 @@ def _main(argv: Sequence[str] | None) -> int:
             return _run(args, cfg)
         if args.command == "sweep":
             return sweep_cli.run(args)
+        if args.command == "calibrate":
+            return calibrate_cli.run(args)
         return _profile(args, cfg)
     except UsageError as e:
         print(f"neuroncore-sim: error: {e}", file=sys.stderr)

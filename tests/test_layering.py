@@ -57,6 +57,8 @@ LAYER_OF_FOLDER: dict[str, int] = {
     "timing": 4,
     "report": 6,
     "sweep": 7,  # a user-facing API like the command line: it loads kernel files (alias) too
+    # emit / measure / fit the microbenchmark suite: runs launches like sweep/, loads case files
+    "calibrate": 7,
     "nki": 7,
     # NKI kernels in framework programs (JAX, PyTorch): an entry point, it runs launches.
     "frameworks": 7,
