@@ -170,7 +170,8 @@ def _cases() -> tuple[Case, ...]:
                  ("gap_ns:activation",)),
             Case("profile_matmul_96", "matmul_one", "tensor", {"M": 96, "COLS": 128},
                  ("duration_ns:multiply_moving",)),
-            Case("profile_matmul_1", "matmul_one", "tensor", {"M": 128, "COLS": 1},
+            # fig. 21: the matmul that follows fig. 20's LoadStationary of one column
+            Case("profile_matmul_1", "load_stationary", "tensor", {"ROWS": 128},
                  ("duration_ns:multiply_moving",)),
             Case("profile_transpose", "transpose_one", "tensor", {},
                  ("duration_ns:nc_transpose",)),
