@@ -8,7 +8,7 @@ layer of its folder (top-level modules are named in LAYER_OF_MODULE)::
     2 stages         frontend/, values/  (two columns that never import each other)
     3 compiler       compiler/  (what neuronx-cc makes of the Program: the compiled streams)
     4 timing         timing/  (the hardware running the compiled streams)
-    5 assembly       result.py, simulate.py, environment.py
+    5 assembly       result.py, simulate.py, environment.py, error_band.py
     6 presentation   report/
     7 entry points   nki/, sweep/, cli.py, pytest_plugin.py, alias.py, __init__.py, __main__.py
 
@@ -70,6 +70,7 @@ LAYER_OF_MODULE: dict[str, int] = {
     "config": 0,
     "dtypes": 0,
     "result": 5,
+    "error_band": 5,
     "simulate": 5,
     "environment": 5,
     "launch_outputs": 5,
