@@ -28,7 +28,8 @@ def add_calibrate_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                                    "the emitted runner, or in the simulator), fit the global "
                                    "parameters. See docs/calibrate.md.")
     steps = p.add_subparsers(dest="calibrate_command", required=True, metavar="STEP")
-    e = steps.add_parser("emit", parents=[common], help="write the suite's kernels and hardware runner to DIR")
+    e = steps.add_parser("emit", parents=[common],
+                         help="write the suite's kernels and hardware runner to DIR")
     e.add_argument("dir", metavar="DIR", type=Path)
     m = steps.add_parser("measure", parents=[common],
                          help="run an emitted suite in the simulator; write the results CSV")

@@ -2,8 +2,9 @@
 
 The calibration fit has a handful of parameters and a few dozen residuals whose evaluation is a
 re-timing of the suite; a small, readable solver is enough (and keeps scipy out of the package's
-dependencies). The Jacobian is taken by forward differences; a parameter at a bound that the descent pushes
-against is held there for the step, and a step leaving the bounds is projected back onto them.
+dependencies). The Jacobian is taken by forward differences; a parameter at a bound that the
+descent pushes against is held there for the step, and a step leaving the bounds is projected
+back onto them.
 """
 
 from __future__ import annotations

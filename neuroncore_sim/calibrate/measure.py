@@ -50,14 +50,17 @@ def load_source(case_id: str, source: str, filename: str) -> LoadedCase:
     space: dict[str, Any] = {"__name__": f"calibration_case_{case_id}", "__file__": filename}
     try:
         exec(compile(source, filename, "exec"), space)  # a case file is a kernel module
+        if space["SUITE"] != SUITE_VERSION:
+            raise CalibrationError(f"{filename}: a case of calibration suite {space['SUITE']}, "
+                                   f"expected suite {SUITE_VERSION}: emit the suite again")
         inputs = list(space["inputs"]())
         return LoadedCase(case_id, space["kernel"], inputs, dict(space["COMPILE_OPTIONS"]),
                           tuple(space["METRICS"]))
     except KeyError as e:
         raise CalibrationError(f"{filename}: expected a calibration case file defining "
-                               f"kernel, inputs, COMPILE_OPTIONS and METRICS; {e} is missing"
+                               f"SUITE, kernel, inputs, COMPILE_OPTIONS and METRICS; {e} is missing"
                                ) from None
-    except SimulatorError:
+    except SimulatorError:  # (a CalibrationError above, or a kernel rule the case broke)
         raise
     except Exception as e:  # a broken case file: say which, not a traceback of ours
         raise CalibrationError(f"{filename}: the case file failed to run: "
@@ -122,8 +125,9 @@ def metric_value(metric: str, timing: TimingResult, config: NeuronCoreConfig,
     if kind not in ("duration_ns", "gap_ns"):
         raise CalibrationError(f"{where}: expected a metric latency_ns, duration_ns:OPCODE or "
                                f"gap_ns:OPCODE, found {metric!r}")
-    raise CalibrationError(f"{where}: metric {metric!r} needs {'two' if kind == 'gap_ns' else 'one'}"
-                           f" {opcode!r} instruction(s), found {len(events)}")
+    need = "two" if kind == "gap_ns" else "one"
+    raise CalibrationError(f"{where}: metric {metric!r} needs {need} {opcode!r} "
+                           f"instruction(s), found {len(events)}")
 
 
 class SuiteModel:

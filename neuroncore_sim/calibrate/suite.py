@@ -150,7 +150,8 @@ class Case:
         doc, body = FAMILIES[self.family]
         consts = "".join(f"{k} = {v!r}\n" for k, v in self.constants.items())
         options = ", ".join(f"{k}={v}" for k, v in self.compile_options.items()) or "defaults"
-        return (_HEADER.format(id=self.id, doc=doc, version=SUITE_VERSION) + consts
+        return (_HEADER.format(id=self.id, doc=doc, version=SUITE_VERSION)
+                + f"SUITE = {SUITE_VERSION!r}\n" + consts
                 + f"COMPILE_OPTIONS = {self.compile_options!r}  # {options}\n"
                 + f"METRICS = {list(self.metrics)!r}\n" + body)
 

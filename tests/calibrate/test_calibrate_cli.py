@@ -93,6 +93,20 @@ def test_fitted_toml_round_trips_through_load_config(tmp_path: Path) -> None:
     assert load_config(path) == cfg
 
 
+def test_a_case_file_of_another_suite_version_is_refused(suite: Path, tmp_path: Path,
+                                                        capsys) -> None:
+    old = tmp_path / "old"
+    (old / "cases").mkdir(parents=True)
+    text = (suite / "cases" / "dma_copy_1.py").read_text().replace("SUITE = '1'", "SUITE = '0'")
+    (old / "cases" / "dma_copy_1.py").write_text(text)
+    (old / "cases" / "broken.py").write_text("SUITE = '1'\n")
+    assert cli.main(["calibrate", "measure", str(old), "--out", str(tmp_path / "x.csv")]) == 2
+    assert "broken.py: expected a calibration case file" in capsys.readouterr().err
+    (old / "cases" / "broken.py").unlink()
+    assert cli.main(["calibrate", "measure", str(old), "--out", str(tmp_path / "x.csv")]) == 2
+    assert "suite 0, expected suite 1" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv, message", [
     (["calibrate", "measure", "{tmp}", "--out", "{tmp}/x.csv"], "expected a suite folder"),
     (["calibrate", "fit", "{tmp}/missing.csv", "--out", "{tmp}/m.toml"], "cannot read"),
@@ -113,3 +127,20 @@ def test_bad_input_is_a_usage_error(argv, message, tmp_path: Path, capsys) -> No
     assert cli.main([a.format(tmp=tmp_path) for a in argv]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("metric, message", [
+    ("duration_ns:activation", "needs one 'activation' instruction(s), found 0"),
+    ("gap_ns:activation", "needs two 'activation' instruction(s), found 0"),
+    ("speed", "expected a metric latency_ns, duration_ns:OPCODE or gap_ns:OPCODE"),
+])
+def test_a_case_metric_the_kernel_cannot_give_is_named(metric, message, suite: Path,
+                                                       tmp_path: Path, capsys) -> None:
+    edited = tmp_path / "edited"
+    (edited / "cases").mkdir(parents=True)
+    text = (suite / "cases" / "dma_copy_1.py").read_text()
+    (edited / "cases" / "dma_copy_1.py").write_text(
+        text.replace("METRICS = ['latency_ns']", f"METRICS = [{metric!r}]"))
+    assert cli.main(["calibrate", "measure", str(edited), "--out", str(tmp_path / "x.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "case dma_copy_1" in err and message in err
