@@ -87,7 +87,7 @@ def least_squares(fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, lo: n
                 break
             lam *= 4
         if not improved:
-            message = "no step lowers the cost"
+            message = "converged (no step lowers the cost)"
             break
         J = jacobian(fun, x, r, lo, hi, step)
         evaluations += len(x)

@@ -175,5 +175,9 @@ def measure(folder: Path, config: Any, out: Path) -> list[dict[str, object]]:
 
 
 def compile_flags(options: dict[str, object]) -> str:
-    """neuronx-cc flags standing for a case's compile options (what the runner passes)."""
-    return "" if options.get("dge", False) else "--disable-dge"
+    """neuronx-cc flags standing for a case's compile options (what the runner passes):
+    ``--disable-dge`` for ``dge: False``, ``--auto-cast=X`` for ``auto_cast: X``."""
+    flags = [] if options.get("dge", True) else ["--disable-dge"]
+    if "auto_cast" in options:
+        flags.append(f"--auto-cast={options['auto_cast']}")
+    return " ".join(flags)

@@ -35,6 +35,14 @@ def load(path):
     return module
 
 
+def flags_of(options):
+    """neuronx-cc flags of a case's compile options (DGE off, --auto-cast)."""
+    flags = [] if options.get("dge", True) else ["--disable-dge"]
+    if "auto_cast" in options:
+        flags.append("--auto-cast=" + options["auto_cast"])
+    return " ".join(flags)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="results.csv", help="results CSV to write")
@@ -52,7 +60,7 @@ def main():
         if "latency_ns" not in module.METRICS:
             by_hand.append((case, module.METRICS))
             continue
-        flags = "" if module.COMPILE_OPTIONS.get("dge") else "--disable-dge"
+        flags = flags_of(module.COMPILE_OPTIONS)
         options = dict(warmup=args.warmup, iters=args.iters)
         if flags:
             options["additional_compile_opt"] = flags

@@ -78,10 +78,11 @@ def kernel(src):
     nl.store(out, value=tile)
     return out
 '''),
-    "matmul_chain": ("STEPS dependent fp16 matmuls, each result copied back to SBUF as the next "
-                     "moving operand: TensorE pipeline latency on the critical path", '''
+    "matmul_chain": ("STEPS dependent matmuls of DTYPE tiles, each result copied back to SBUF "
+                     "as the next moving operand: TensorE pipeline latency on the critical path",
+                     '''
 def inputs():
-    return [np.zeros((128, 128), dtype=np.float16), np.zeros((128, COLS), dtype=np.float16)]
+    return [np.zeros((128, 128), dtype=DTYPE), np.zeros((128, COLS), dtype=DTYPE)]
 
 
 def kernel(weights, moving):
@@ -91,6 +92,20 @@ def kernel(weights, moving):
     for _ in nl.sequential_range(STEPS):
         product = nisa.nc_matmul(stationary, tile)
         tile = nl.copy(product, dtype=moving.dtype)
+    nl.store(out, value=tile)
+    return out
+'''),
+    "vector_chain": ("STEPS dependent VectorE adds of [128, COLS] fp32 tiles: VectorE's cost per "
+                     "element and fixed overhead", '''
+def inputs():
+    return [np.zeros((128, COLS), dtype=np.float32)]
+
+
+def kernel(src):
+    out = nl.ndarray((128, COLS), dtype=src.dtype, buffer=nl.shared_hbm)
+    tile = nl.load(src)
+    for _ in nl.sequential_range(STEPS):
+        tile = nisa.tensor_tensor(tile, tile, op=nl.add)
     nl.store(out, value=tile)
     return out
 '''),
@@ -148,12 +163,17 @@ class Case:
     def source(self) -> str:
         """The case's kernel file: header, constants, then the family's kernel."""
         doc, body = FAMILIES[self.family]
-        consts = "".join(f"{k} = {v!r}\n" for k, v in self.constants.items())
+        consts = "".join(f"{k} = {_literal(v)}\n" for k, v in self.constants.items())
         options = ", ".join(f"{k}={v}" for k, v in self.compile_options.items()) or "defaults"
         return (_HEADER.format(id=self.id, doc=doc, version=SUITE_VERSION)
                 + f"SUITE = {SUITE_VERSION!r}\n" + consts
                 + f"COMPILE_OPTIONS = {self.compile_options!r}  # {options}\n"
                 + f"METRICS = {list(self.metrics)!r}\n" + body)
+
+
+def _literal(value: object) -> str:
+    """A constant as source text (numpy dtypes by name: ``np.float16``)."""
+    return f"np.{value}" if value in ("float16", "float32") else repr(value)
 
 
 def _cases() -> tuple[Case, ...]:
@@ -165,8 +185,15 @@ def _cases() -> tuple[Case, ...]:
                  compile_options={"dge": True}) for c in (512, 2048)]
     out += [Case(f"scalar_chain_{s}", "scalar_chain", "dependency", {"STEPS": s})
             for s in (4, 32)]
-    out += [Case(f"matmul_chain_{s}", "matmul_chain", "tensor", {"STEPS": s, "COLS": 128})
-            for s in (2, 16)]
+    out += [Case(f"matmul_chain_{s}", "matmul_chain", "tensor",
+                 {"STEPS": s, "COLS": 128, "DTYPE": "float16"}) for s in (2, 16)]
+    # Checks without a fitted parameter of their own (their costs are documented): the fit
+    # shows their residuals, i.e. how well the documented costs hold on your hardware.
+    out += [Case(f"matmul_fp32_chain_{s}", "matmul_chain", "matmul_fp32",
+                 {"STEPS": s, "COLS": 128, "DTYPE": "float32"},
+                 compile_options={"dge": False, "auto_cast": "none"}) for s in (2, 16)]
+    out += [Case(f"vector_chain_{s}x{c}", "vector_chain", "vector", {"STEPS": s, "COLS": c})
+            for s, c in ((4, 512), (16, 512), (16, 64))]
     # The profiled single instructions of AWS's performance guide (calibration.md, section 2).
     out += [Case("profile_activation", "scalar_chain", "dependency", {"STEPS": 4},
                  ("gap_ns:activation",)),
