@@ -5,7 +5,8 @@ The residual of a (case, metric) row is ``log(simulated / measured)``: relative 
 rate and a latency move on the same footing, and bounds stay positive) with :mod:`.lm`.
 
 Uncertainty: the covariance ``s^2 (J'J)^-1`` of the log-parameters at the solution, with
-``s^2`` the residual variance (sum of squares over rows minus fitted parameters); a parameter's
+``s^2`` the residual variance (sum of squares over the rows some fitted parameter moves, over
+their count minus the fitted parameters); a parameter's
 one-sigma relative uncertainty is the square root of its diagonal entry. With no more rows than
 parameters it is not known (shown as such).
 
@@ -133,6 +134,10 @@ def fit(rows: list[dict[str, str]], base: Any = None, names: list[str] | None = 
 
 
 def _uncertainty(J: np.ndarray, r: np.ndarray, names: list[str]) -> dict[str, float]:
+    # rows no fitted parameter moves (the check cases) say nothing about the parameters:
+    # their residuals stay out of s^2
+    informative = np.abs(J).max(axis=1, initial=0.0) > _UNSEEN
+    J, r = J[informative], r[informative]
     m, n = J.shape
     if m <= n or n == 0:
         return {name: math.nan for name in names}

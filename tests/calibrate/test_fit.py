@@ -111,3 +111,18 @@ def test_rows_that_constrain_no_asked_parameter_are_refused() -> None:
     rows = [{"case": "dma_copy_1", "metric": "latency_ns", "value_ns": "2700", "suite": "1"}]
     with pytest.raises(CalibrationError, match="constrain none"):
         fit(rows, TRN1, names=["tensor_pipeline_latency_ns"])
+
+
+def test_check_rows_show_residuals_but_leave_the_uncertainty_alone(model: SuiteModel) -> None:
+    measured = model.evaluate(with_values(TRN1, {"semaphore_latency_ns": 41.0}))
+    noise = {"scalar_chain_4": 1.03, "scalar_chain_32": 0.98, "profile_activation": 1.05}
+    rows = [{"case": c, "metric": m, "value_ns": repr(v * noise[c]), "suite": "1"}
+            for (c, m), v in measured.items() if c in noise]
+    check = {"case": "vector_chain_16x512", "metric": "latency_ns", "suite": "1",
+             "value_ns": repr(measured[("vector_chain_16x512", "latency_ns")] * 1.5)}
+    alone = fit(rows, TRN1, leave_one_out=False)
+    both = fit(rows + [check], TRN1, leave_one_out=False)
+    assert both.values == pytest.approx(alone.values, rel=1e-9)
+    assert both.uncertainty == pytest.approx(alone.uncertainty, rel=1e-9)
+    measured_ns, simulated = both.rows[("vector_chain_16x512", "latency_ns")]
+    assert simulated / measured_ns == pytest.approx(1 / 1.5)
