@@ -50,6 +50,8 @@ class FitReport:
     rows: dict[tuple[str, str], tuple[float, float]]
     #: (case, metric) -> relative error of the row when left out of the fit (None: cannot)
     leave_one_out: dict[tuple[str, str], float | None] = field(default_factory=dict)
+    #: rows of mechanisms no fitted parameter declares: shown, not fitted
+    checks: set[tuple[str, str]] = field(default_factory=set)
     message: str = ""
 
 
@@ -59,7 +61,10 @@ class _Problem:
     def __init__(self, model: SuiteModel, measured: dict[tuple[str, str], float],
                  params: list[Parameter]) -> None:
         self.model, self.measured, self.params = model, measured, params
-        self.keys = sorted(measured)
+        # only the rows of the mechanisms the registry declares for the fitted parameters:
+        # a check row (a VectorE chain also waits on semaphores) must not pull a parameter
+        mechanisms = {m for p in params for m in p.mechanisms}
+        self.keys = sorted(k for k in measured if CASES[k[0]].mechanism in mechanisms)
 
     def config(self, x: np.ndarray) -> NeuronCoreConfig:
         return with_values(self.model.base, {p.name: float(math.exp(v))
@@ -126,8 +131,9 @@ def fit(rows: list[dict[str, str]], base: Any = None, names: list[str] | None = 
     report = FitReport(cfg, final, fitted, _uncertainty(sol.jacobian[:, seen], sol.residuals,
                                                         [p.name for p, ok in zip(params, seen)
                                                          if ok]),
-                       start, skipped, {k: (measured[k], simulated[k]) for k in problem.keys},
-                       message=sol.message)
+                       start, skipped, {k: (measured[k], simulated[k]) for k in sorted(measured)},
+                       message=sol.message,
+                       checks={k for k in measured if k not in problem.keys})
     if leave_one_out:
         report.leave_one_out = _leave_one_out(problem, sol.x, lo, hi, sol.jacobian)
     return report

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from ..config import PRESETS, NeuronCoreConfig
 from .fit import FitReport
-from .params import PARAMETERS
 from .suite import CASES
 from .results import CalibrationError
 
@@ -71,18 +70,17 @@ def report_text(report: FitReport) -> str:
                    f"{_pct(report.uncertainty.get(name, math.nan))}")
     for name, why in report.not_fitted.items():
         out.append(f"{name:32} not fitted: {why}")
-    fitted_by = {m for p in PARAMETERS for m in p.mechanisms}
-    checks = sorted({CASES[case].mechanism for case, _ in report.rows} - fitted_by)
+    checks = sorted({CASES[case].mechanism for case, _ in report.checks})
     if checks:
-        out.append(f"rows of {', '.join(checks)}: no fitted parameter; their residuals check the "
-                   "documented costs on your hardware")
+        out.append(f"rows of {', '.join(checks)} (marked 'check'): not fitted, no fitted "
+                   "parameter declares them; their residuals check the model's other costs")
     out.append("")
     out.append(f"{'case':26} {'metric':30} {'measured ns':>12} {'fitted ns':>12} "
                f"{'residual':>9} {'left out':>9}")
     for (case, metric), (measured, simulated) in report.rows.items():
         loo = report.leave_one_out.get((case, metric))
-        loo_text = ("not run" if not report.leave_one_out else "-" if loo is None
-                    else f"{loo * 100:+.1f}%")
+        loo_text = ("check" if (case, metric) in report.checks else "not run"
+                    if not report.leave_one_out else "-" if loo is None else f"{loo * 100:+.1f}%")
         out.append(f"{case:26} {metric:30} {measured:12.1f} {simulated:12.1f} "
                    f"{(simulated / measured - 1) * 100:+8.2f}% {loo_text:>9}")
     if report.leave_one_out:
