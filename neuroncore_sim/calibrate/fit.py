@@ -1,6 +1,8 @@
 """Fit the registry's parameters to a results file: values, uncertainties, residuals, LOO.
 
-The residual of a (case, metric) row is ``log(simulated / measured)``: relative errors, so a
+Only the rows of the mechanisms the registry declares for the fitted parameters are fitted;
+the rest are check rows (their residuals are reported). The residual of a (case, metric) row
+is ``log(simulated / measured)``: relative errors, so a
 2 us kernel and a 60 ns instruction weigh alike. The fit runs in the log of each parameter (a
 rate and a latency move on the same footing, and bounds stay positive) with :mod:`.lm`.
 
