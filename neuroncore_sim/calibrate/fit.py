@@ -27,10 +27,10 @@ import numpy as np
 
 from ..config import NeuronCoreConfig, load_config
 from .lm import least_squares
-from .measure import SuiteModel, load_builtin
+from .measure import LoadedCase, SuiteModel, load_builtin
 from .params import PARAMETERS, Parameter, parameter, with_values
 from .results import CalibrationError, averaged
-from .suite import CASES, SUITE_VERSION
+from .suite import SUITE_VERSION
 
 #: A parameter whose column of the Jacobian is smaller than this is not seen by the rows.
 _UNSEEN = 1e-9
@@ -54,6 +54,8 @@ class FitReport:
     leave_one_out: dict[tuple[str, str], float | None] = field(default_factory=dict)
     #: rows of mechanisms no fitted parameter declares: shown, not fitted
     checks: set[tuple[str, str]] = field(default_factory=set)
+    #: case id -> its mechanism
+    mechanisms: dict[str, str] = field(default_factory=dict)
     message: str = ""
 
 
@@ -66,7 +68,7 @@ class _Problem:
         # only the rows of the mechanisms the registry declares for the fitted parameters:
         # a check row (a VectorE chain also waits on semaphores) must not pull a parameter
         mechanisms = {m for p in params for m in p.mechanisms}
-        self.keys = sorted(k for k in measured if CASES[k[0]].mechanism in mechanisms)
+        self.keys = sorted(k for k in measured if model.mechanism[k[0]] in mechanisms)
 
     def config(self, x: np.ndarray) -> NeuronCoreConfig:
         return with_values(self.model.base, {p.name: float(math.exp(v))
@@ -77,10 +79,10 @@ class _Problem:
         return np.array([math.log(values[k] / self.measured[k]) for k in (keys or self.keys)])
 
 
-def _choose(measured: dict[tuple[str, str], float], names: list[str] | None
+def _choose(mechanisms: set[str], names: list[str] | None
             ) -> tuple[list[Parameter], dict[str, str]]:
-    """The parameters the rows constrain (of those asked for), and why the others are left."""
-    mechanisms = {CASES[case].mechanism for case, _ in measured}
+    """The parameters the rows' mechanisms constrain (of those asked for), and why the others
+    are left."""
     asked = [parameter(n) for n in names] if names else list(PARAMETERS)
     chosen = [p for p in asked if mechanisms & set(p.mechanisms)]
     skipped = {p.name: f"no rows of its mechanisms ({', '.join(p.mechanisms)})"
@@ -89,8 +91,11 @@ def _choose(measured: dict[tuple[str, str], float], names: list[str] | None
 
 
 def fit(rows: list[dict[str, str]], base: Any = None, names: list[str] | None = None,
-        leave_one_out: bool = True) -> FitReport:
+        leave_one_out: bool = True, extra: list[LoadedCase] | None = None) -> FitReport:
     """Fit the registry's parameters (or those named) to results rows, from ``base``'s values.
+
+    ``extra``: cases besides the suite's that rows may name (a whole published kernel, with
+    its mechanism), e.g. the SDK 2.20 matmul ladder of scripts/calibrate_trn1.py.
 
     Raises:
         CalibrationError: rows of another suite version or of unknown cases, or no parameter
@@ -103,13 +108,15 @@ def fit(rows: list[dict[str, str]], base: Any = None, names: list[str] | None = 
                                "`neuroncore-sim calibrate emit`")
     cfg = load_config(base)
     measured = averaged(rows)
-    loaded = load_builtin(sorted({case for case, _ in measured}))
+    others = {c.id: c for c in extra or []}
+    loaded = load_builtin(sorted({case for case, _ in measured} - set(others)))
+    loaded += [others[case] for case in sorted({case for case, _ in measured} & set(others))]
     known = {(c.id, m) for c in loaded for m in c.metrics}
     unknown = sorted(k for k in measured if k not in known)
     if unknown:
         raise CalibrationError(f"expected metrics the suite's cases define, found "
                                f"{', '.join(f'{c} {m}' for c, m in unknown)}")
-    params, skipped = _choose(measured, names)
+    params, skipped = _choose({c.mechanism for c in loaded}, names)
     if not params:
         raise CalibrationError("the results constrain none of the parameters asked for: "
                                + "; ".join(f"{n}: {why}" for n, why in skipped.items()))
@@ -135,7 +142,8 @@ def fit(rows: list[dict[str, str]], base: Any = None, names: list[str] | None = 
                                                          if ok]),
                        start, skipped, {k: (measured[k], simulated[k]) for k in sorted(measured)},
                        message=sol.message,
-                       checks={k for k in measured if k not in problem.keys})
+                       checks={k for k in measured if k not in problem.keys},
+                       mechanisms=dict(problem.model.mechanism))
     if leave_one_out:
         report.leave_one_out = _leave_one_out(problem, sol.x, lo, hi, sol.jacobian)
     return report

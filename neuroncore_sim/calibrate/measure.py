@@ -9,7 +9,7 @@ duration of an instruction is its occupancy plus the latency until its results a
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,10 @@ class LoadedCase:
     inputs: list[Any]
     compile_options: dict[str, object]
     metrics: tuple[str, ...]
+    #: the mechanism the case isolates (:mod:`.suite`; the registry maps it to parameters)
+    mechanism: str = ""
+    #: keyword arguments of the kernel (block factors of a published kernel)
+    kwargs: dict[str, Any] = field(default_factory=dict)
 
 
 def load_source(case_id: str, source: str, filename: str) -> LoadedCase:
@@ -94,7 +98,10 @@ def load_builtin(case_ids: list[str] | None = None) -> list[LoadedCase]:
         raise CalibrationError(f"expected case ids of calibration suite {SUITE_VERSION} "
                                f"({len(CASES)} cases, listed in docs/calibrate.md), found "
                                f"{', '.join(sorted(unknown))}")
-    return [load_source(i, CASES[i].source(), f"<calibration case {i}>") for i in ids]
+    loaded = [load_source(i, CASES[i].source(), f"<calibration case {i}>") for i in ids]
+    for c in loaded:
+        c.mechanism = CASES[c.id].mechanism
+    return loaded
 
 
 def _profile_ns(event: Any, config: NeuronCoreConfig) -> float:
@@ -137,9 +144,10 @@ class SuiteModel:
         self.cases = cases
         self.base = base
         self.programs: dict[str, Program] = {}
+        self.mechanism = {c.id: c.mechanism for c in cases}
         for c in cases:  # timing fields do not change what a kernel records
-            self.programs[c.id] = trace(c.kernel, *c.inputs, config=base,
-                                        functional=False).program
+            self.programs[c.id] = trace(c.kernel, *c.inputs, config=self.case_config(c, base),
+                                        functional=False, kernel_kwargs=c.kwargs).program
 
     def case_config(self, case: LoadedCase, config: NeuronCoreConfig) -> NeuronCoreConfig:
         """``config`` with the case's own compile options."""

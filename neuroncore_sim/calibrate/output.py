@@ -8,7 +8,6 @@ from pathlib import Path
 
 from ..config import PRESETS, NeuronCoreConfig
 from .fit import FitReport
-from .suite import CASES
 from .results import CalibrationError
 
 
@@ -70,7 +69,7 @@ def report_text(report: FitReport) -> str:
                    f"{_pct(report.uncertainty.get(name, math.nan))}")
     for name, why in report.not_fitted.items():
         out.append(f"{name:32} not fitted: {why}")
-    checks = sorted({CASES[case].mechanism for case, _ in report.checks})
+    checks = sorted({report.mechanisms[case] for case, _ in report.checks})
     if checks:
         out.append(f"rows of {', '.join(checks)} (marked 'check'): not fitted, no fitted "
                    "parameter declares them; their residuals check the model's other costs")

@@ -128,3 +128,27 @@ def test_check_rows_show_residuals_but_leave_the_uncertainty_alone(model: SuiteM
     assert both.checks == {key} and key not in both.leave_one_out
     assert both.rows[key] == (float(check["value_ns"]),
                               pytest.approx(model.evaluate(both.config)[key]))
+
+
+def test_a_published_kernel_beside_the_suite_fits_its_mechanism() -> None:
+    # an outside case (as a published whole kernel would be): its own kernel, inputs and
+    # compile options (DGE on), declared with its mechanism
+    import neuroncore_sim.nki.language as nl
+    from neuroncore_sim.calibrate.measure import LoadedCase
+
+    def copy_kernel(src, ROWS=128):
+        out = nl.ndarray(src.shape, dtype=src.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.load(src[0:ROWS, :]))
+        return out
+
+    case = LoadedCase("published_copy", copy_kernel, [np.zeros((128, 4096), np.float32)],
+                      {"dge": True}, ("latency_ns",), mechanism="dge", kwargs={"ROWS": 128})
+    truth = with_values(TRN1, {"dge_ns_per_element": 3.2})
+    measured = SuiteModel([case], TRN1).evaluate(truth)
+    rows = _rows(measured)
+    report = fit(rows, TRN1, extra=[case], leave_one_out=False)
+    assert list(report.values) == ["dge_ns_per_element"]
+    assert report.values["dge_ns_per_element"] == pytest.approx(3.2, rel=1e-3)
+    assert report.mechanisms == {"published_copy": "dge"}
+    with pytest.raises(CalibrationError, match="published_copy"):
+        fit(rows, TRN1)  # without the case it is not a suite case
