@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .timing import analysis, bounds, critical_path, mechanisms, memory_use
+from . import error_band
 from .config import NeuronCoreConfig
 from .errors import UnsupportedError
 from .timing.events import COMPUTE_ROWS, TENSOR_LS_ROW, TimingResult, is_dma_row
@@ -95,7 +96,10 @@ class SimResult:
             ``dma_bandwidth_percent_of_peak`` (and ``dma_peak_bytes_per_ns``), ``hbm_bytes``,
             ``hbm_bytes_per_ns``, ``hbm_bandwidth_percent_of_peak``, ``hbm_peak_bytes_per_ns``;
             ``bottleneck`` (the busiest of tensor/vector/scalar/gpsimd/dma, or "latency" when
-            none is busy more than half the time) with ``bottleneck_evidence``; ``top_stalls``,
+            none is busy more than half the time) with ``bottleneck_evidence``;
+            ``latency_band`` (the likely range of the latency from the validation errors of
+            kernels with the same kind of bottleneck, :mod:`neuroncore_sim.error_band`; None
+            when no band table is shipped); ``top_stalls``,
             ``critical_path`` (the chain of events and waits that sets the latency: time per
             engine, top opcodes, lines and stalls with their root causes), Neuron Explorer's
             bounds under its names (``memory_bound``, ``memory_bound_ideal``,
@@ -134,6 +138,7 @@ class SimResult:
             **use,
             "bottleneck": verdict,
             "bottleneck_evidence": evidence,
+            "latency_band": error_band.band_for(verdict, latency),
             "top_stalls": stalls,
             "critical_path": critical_path.summary(path),
             "trust": mechanisms.summary(path, self.program.instructions),

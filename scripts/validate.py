@@ -16,7 +16,9 @@ fails is reported with its one-line error) and is cached in ``--cache`` (default
 ``reports/.validate_cache/``) under (case, kernel text, config fingerprint, package source).
 ``--fit FIELD[:LO:HI],...`` fits global config fields on the cases of ``--fit-sets`` matching
 ``--fit-cases`` and reports leave-one-set-out errors. Writes ``reports/validation.md``, keeping
-its hand-written sections (from the first ``## Session`` heading). Not a test.
+its hand-written sections (from the first ``## Session`` heading), and the error band table
+the package ships (``neuroncore_sim/data/error_bands.json``, section "Error bands": from the
+leave-one-set-out refits with ``--fit``, else from the cases as they are). Not a test.
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's package, not another installed copy
 sys.path.insert(0, str(ROOT / "scripts"))  # validation/ and validate_traces.py
 
-from neuroncore_sim.config import load_config, override  # noqa: E402
-from validation import autocomp, aws, nkibench, report  # noqa: E402
+from neuroncore_sim.config import MODEL_VERSION, load_config, override  # noqa: E402
+from validation import autocomp, aws, bands, nkibench, report  # noqa: E402
 from validation.cache import Cache, source_hash  # noqa: E402
 from validation.fit import (apply_overrides, fit, get_field, leave_one_set_out,  # noqa: E402
                             parse_params)
@@ -111,7 +113,10 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
                     "iteration, counted in the report's evaluations)")
     ap.add_argument("--fit-apply", action="store_true",
                     help="run the report's tables under the fitted values")
-    ap.add_argument("--no-write", action="store_true", help="print, do not write the report")
+    ap.add_argument("--no-write", action="store_true", help="print, do not write the report "
+                    "(nor the error bands)")
+    ap.add_argument("--no-bands", action="store_true", help="do not rewrite the error band "
+                    "table the package ships (neuroncore_sim/data/error_bands.json)")
     ap.add_argument("--out", type=Path, default=REPORT, help="where to write the report")
     ap.add_argument("--extra", type=Path, help="a markdown file appended instead of the "
                     "hand-written sections the report already has")
@@ -146,10 +151,20 @@ def main(argv: list[str] | None = None) -> int:
     runner = Runner(Path(__file__).resolve(), paths, make_config,
                     Cache(a.cache, enabled=not a.no_cache), source_hash(ROOT / "neuroncore_sim"),
                     jobs=a.jobs, timeout=a.timeout)
-    fit_lines, fitted = fit_report(a, runner, paths) if a.fit else ([], {})
+    fit_lines, fitted, basis_rows = fit_report(a, runner, paths) if a.fit else ([], {}, None)
     by_set = list_cases(paths, sets, a.k)
     applied = fitted if a.fit_apply else {}
     results = runner.run([c for cs in by_set.values() for c in cs], applied)
+    rows = bands.ratios([c for cs in by_set.values() for c in cs], results)
+    basis = (f"leave-one-set-out: each set's fit cases under the refit without it ({a.fit})"
+             if basis_rows is not None else "every primary kernel case of the report under "
+             "the configs as they are (no --fit: in sample)")
+    basis_rows = rows if basis_rows is None else basis_rows
+    band_table = bands.table(basis_rows, f"{basis}; {len(basis_rows)} cases"
+                             + (f", -k {a.k!r}" if a.k else ""), MODEL_VERSION)
+    fit_lines = fit_lines + bands.section(rows, band_table, basis_rows, MODEL_VERSION)
+    if band_table is not None and not (a.no_write or a.no_bands):
+        bands.write_table(band_table)
     took = time.time() - t0
     cached = sum(1 for r in results.values() if r.get("cached"))
     options = "; ".join(f"{k}: " + ", ".join(f"{o}={v}" for o, v in opts.items())
@@ -173,9 +188,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def fit_report(a: argparse.Namespace, runner: Runner, paths: dict[str, str]
-               ) -> tuple[list[str], dict[str, float]]:
-    """Run the fit and the leave-one-set-out refits: the report's Fit section and the fitted
-    values."""
+               ) -> tuple[list[str], dict[str, float], list[tuple[str, str, float, float]]]:
+    """Run the fit and the leave-one-set-out refits: the report's Fit section, the fitted
+    values and the held-out sets' cases under their refits (the error bands' basis)."""
     fit_sets = [s for s in a.fit_sets.split(",") if s]
     missing = [s for s in fit_sets if s not in SETS or (s != "aws" and PATH_ARGS[s] not in paths)]
     if missing:
@@ -191,7 +206,8 @@ def fit_report(a: argparse.Namespace, runner: Runner, paths: dict[str, str]
     loso = leave_one_set_out(runner.run, cases, params, start, a.fit_evals)
     declared = (f"Fit sets {fit_sets}, cases matching {a.fit_cases!r} (primary cases only), "
                 f"start {start}, at most {a.fit_evals} evaluations per fit.")
-    return report.fit_section(result, loso, params, declared), result.values
+    return (report.fit_section(result, loso, params, declared), result.values,
+            bands.loso_rows(runner.run, cases, loso))
 
 
 if __name__ == "__main__":

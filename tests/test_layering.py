@@ -8,7 +8,7 @@ layer of its folder (top-level modules are named in LAYER_OF_MODULE)::
     2 stages         frontend/, values/  (two columns that never import each other)
     3 compiler       compiler/  (what neuronx-cc makes of the Program: the compiled streams)
     4 timing         timing/  (the hardware running the compiled streams)
-    5 assembly       result.py, simulate.py, environment.py
+    5 assembly       result.py, simulate.py, environment.py, error_band.py
     6 presentation   report/
     7 entry points   nki/, sweep/, cli/, pytest_plugin.py, alias.py, __init__.py, __main__.py
 
@@ -57,6 +57,8 @@ LAYER_OF_FOLDER: dict[str, int] = {
     "timing": 4,
     "report": 6,
     "sweep": 7,  # a user-facing API like the command line: it loads kernel files (alias) too
+    # emit / measure / fit the microbenchmark suite: runs launches like sweep/, loads case files
+    "calibrate": 7,
     "nki": 7,
     # NKI kernels in framework programs (JAX, PyTorch): an entry point, it runs launches.
     "frameworks": 7,
@@ -69,6 +71,7 @@ LAYER_OF_MODULE: dict[str, int] = {
     "config": 0,
     "dtypes": 0,
     "result": 5,
+    "error_band": 5,
     "simulate": 5,
     "environment": 5,
     "launch_outputs": 5,

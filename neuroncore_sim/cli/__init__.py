@@ -1,11 +1,12 @@
 """The ``neuroncore-sim`` command line: profile NKI kernels without hardware.
 
-Four subcommands, each a module of this package but ``profile``, which lives here::
+Five subcommands, each a module of this package but ``profile``, which lives here::
 
     neuroncore-sim run my_script.py [ARGS...]          # time every kernel launch of a script
     neuroncore-sim profile kernels/tensor_add.py::kernel   # time one sample kernel
     neuroncore-sim sweep kernels/matmul_blocked.py --param n_block=1,2,4   # rank a grid
     neuroncore-sim compare kernels/matmul_bf16.py --config-b inf2   # what changed, A vs B
+    neuroncore-sim calibrate emit suite/     # fit the model to your hardware (docs/calibrate.md)
 
 ``--out DIR`` writes, per launch, ``summary.json``, ``summary.txt``, ``events.csv``,
 ``timeline.png``, ``trace.json`` (open in https://ui.perfetto.dev) and ``parquet/``: the profile
@@ -30,6 +31,7 @@ from ..errors import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Config
                       SimulatorError, debug_from_environment, show_full_tracebacks)
 from ..report.launch_files import OutputPlaceError, check_launch_folder, check_out_dir, launch_folder
 from ..simulate import simulate
+from ..calibrate import cli as calibrate_cli
 from ..sweep import cli as sweep_cli
 from ..sweep.kernel_file import (UsageError, example_inputs, find_kernel, load_kernel_file,
                                  max_abs_error, split_target)
@@ -121,6 +123,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, str | None]]:
                            "repeatable")
     sweep_cli.add_parser(sub, base)
     compare_command.add_parser(sub, base)
+    calibrate_cli.add_calibrate_parser(sub, base)
     run_options: dict[str, str | None] = {"-h": None, "--help": None}
     for action in shared:
         for option in action.option_strings:
@@ -187,6 +190,8 @@ def _main(argv: Sequence[str] | None) -> int:
             return run_command.run(args, cfg)
         if args.command == "sweep":
             return sweep_cli.run(args)
+        if args.command == "calibrate":
+            return calibrate_cli.run(args)
         if args.command == "compare":
             return compare_command.run(args)
         return _profile(args, cfg)

@@ -31,6 +31,7 @@ from ..timing import analysis, memory_use
 from .advice import advice
 from ..timing.events import MAIN_ENGINES, TENSOR_LS_ROW, is_dma_row
 from ..program.ir import DMA_OPCODES, MemSpace
+from ..error_band import likely_text
 from ..result import SimResult
 
 if TYPE_CHECKING:
@@ -290,6 +291,7 @@ def summary_text(result: SimResult) -> str:
         f"config     : {cfg.name}",
         f"latency    : {latency:,.0f} ns = {latency / 1000:,.2f} us = "
         f"{s['latency_tensor_cycles']:,.0f} cycles of the TensorE clock ({clock_ghz:g} GHz)",
+        f"estimate   : {likely_text(latency, s['latency_band'])}",
         f"roofline   : {s['roofline_ns']:,.0f} ns ({s['roofline_limit']}); the estimate is "
         f"{s['latency_over_roofline']:.2f}x the bound ({s['roofline_percent']:.0f}% of roofline)",
         f"bottleneck : {s['bottleneck']}  ({s['bottleneck_evidence']['reason']})",

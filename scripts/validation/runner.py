@@ -57,11 +57,13 @@ def hbm_split(res: Any) -> tuple[int, int]:
 
 def measure(res: Any, estimate: float) -> dict:
     """What the report keeps of one launch: ``estimate`` (in the case's unit), the latency,
-    busy % per engine row, HBM bytes read/written and SBUF spill bytes (to and from HBM)."""
+    the summary's bottleneck verdict (for the error bands), busy % per engine row, HBM bytes
+    read/written and SBUF spill bytes (to and from HBM)."""
     s = res.summary()
     read, write = hbm_split(res)
     sbuf = s["memory"].get("sbuf", {})
     return {"ok": True, "estimate": float(estimate), "latency_ns": float(s["latency_ns"]),
+            "bottleneck": s["bottleneck"],
             "busy_percent": {r: round(float(s["busy_percent"].get(r, 0.0)), 4) for r in ROWS},
             "hbm_read_bytes": int(read), "hbm_write_bytes": int(write),
             "spill_save_bytes": int(sbuf.get("spill_save_bytes", 0)),
