@@ -26,8 +26,10 @@ torch is imported only inside functions.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -131,12 +133,18 @@ def write_layer_repository(path: str | Path, layers_source: str | Path,
                                    "a .py file of layer classes, or Python text",
                                    type(layers_source).__name__), loc=caller_loc())
     root = Path(path)
+    # kernels imports a variant as the module named by its metadata id, and its layers as
+    # "<id>.layers", once per process: two repositories sharing an id would share the first's
+    # layers. The id is unique per layers text and backend, as kernels asks of it.
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    python_name = re.sub(r"\W", "_", name)
     for backend, backend_type in NOARCH_BACKENDS.items():
         variant = root / "build" / f"torch-{backend}"
         variant.mkdir(parents=True, exist_ok=True)
         (variant / "layers.py").write_text(text)
         (variant / "__init__.py").write_text("from . import layers  # noqa: F401\n")
-        meta = dict(_METADATA, name=name, id=name, backend={"type": backend_type})
+        kernel_id = f"{python_name}_{digest}_{backend}"
+        meta = dict(_METADATA, name=name, id=kernel_id, backend={"type": backend_type})
         (variant / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n")
     return root
 

@@ -113,6 +113,14 @@ def test_repository_loads_for_this_torch_build_and_for_cpu(tmp_path, monkeypatch
         assert not module.layers.SiluAndMulInference.has_backward
 
 
+def test_two_repositories_in_one_process_keep_their_own_layers(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    first = kernels.get_local_kernel(write_layer_repository(tmp_path / "a", LAYERS))
+    second = kernels.get_local_kernel(write_layer_repository(tmp_path / "b", "ONLY = 1\n"))
+    assert hasattr(first.layers, "SiluAndMul") and not hasattr(second.layers, "SiluAndMul")
+    assert second.layers.ONLY == 1
+
+
 def test_layer_without_backward_falls_back_in_training_mode(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     x = torch.randn(128, 32)

@@ -1,7 +1,7 @@
 """NKI kernels in PyTorch training code: ``torch.autograd.Function`` whose forward and backward
 are NKI kernels, on CPU tensors, checked against torch's own ops and with
-``torch.autograd.gradcheck``. Skipped where torch is missing (it is too large for CI here; see
-docs/frameworks.md for how to run these)."""
+``torch.autograd.gradcheck``. Skipped where torch is missing (it is not in the test extra:
+.ci/frameworks runs these in a venv of the torch and kernels extras; docs/frameworks.md)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import neuroncore_sim.nki.language as nl
 from neuroncore_sim import nki
 from neuroncore_sim.errors import KernelError
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason='torch is not installed; pip install ".[torch]"')
 
 
 @nki.jit

@@ -29,6 +29,22 @@ def test_every_backend_gets_a_noarch_variant_with_its_metadata(tmp_path):
         assert meta["name"] == "my-layers" and meta["python-depends"] == []
 
 
+def test_metadata_id_is_unique_per_layers_text_and_backend(tmp_path):
+    """kernels imports a variant as the module named by its id, once per process: a second
+    repository of other layers must not get the first one's module."""
+    def ids(root):
+        return {b: json.loads((root / "build" / f"torch-{b}" / "metadata.json").read_text())["id"]
+                for b in NOARCH_BACKENDS}
+
+    first = ids(write_layer_repository(tmp_path / "a", SOURCE, name="nki-layers"))
+    same = ids(write_layer_repository(tmp_path / "b", SOURCE, name="nki-layers"))
+    other = ids(write_layer_repository(tmp_path / "c", "X = 2\n", name="nki-layers"))
+    assert first == same  # the same layers may share a module
+    assert len(set(first.values())) == len(NOARCH_BACKENDS)
+    assert not set(first.values()) & set(other.values())
+    assert all(i.isidentifier() for i in first.values())
+
+
 def test_layers_source_may_be_a_file(tmp_path):
     src = tmp_path / "my_layers.py"
     src.write_text(SOURCE)
