@@ -1,7 +1,8 @@
 """The transformer block of transformer_block_jax.py in PyTorch: each layer a
 ``torch.autograd.Function`` whose forward and backward are NKI kernels (RMSNorm's backward is
-torch autograd on the reference), one training step profiled per layer (submodule names) and
-checked against the block in torch ops.
+torch autograd on the reference), one training step profiled per layer (submodule names; a
+backward launch is counted with the layer whose forward launched it) and checked against the
+block in torch ops.
 
     PYTHONPATH=. python examples/transformer_block_torch.py     # needs torch (CPU)
 """

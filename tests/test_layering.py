@@ -106,7 +106,8 @@ CYCLES_TO_BREAK: frozenset[frozenset[str]] = frozenset()
 
 #: The modules that may import a framework (jax, torch, kernels), inside functions only.
 FRAMEWORK_MODULES = frozenset({"frameworks.jax_ops", "frameworks.profile",
-                               "frameworks.layers", "frameworks.device_alias"})
+                               "frameworks.torch_layers", "frameworks.layers",
+                               "frameworks.device_alias"})
 
 #: Third-party distribution root -> (modules allowed to import it, modules that must import it
 #: only inside functions). None means every module. Anything not listed here and not in the

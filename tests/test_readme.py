@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from neuroncore_sim import cli
 
@@ -26,8 +27,25 @@ def test_first_kernel_snippet_runs(capsys):
     assert {"engine", "opcode", "start_ns", "end_ns", "source"} <= set(res.events.columns)
 
 
+def test_framework_snippet_runs(capsys):
+    """The "In JAX and PyTorch programs" snippet: the kernel inside jax.jit gives the loss
+    numpy gives, and the session names its launch by the jax.named_scope."""
+    pytest.importorskip("jax", reason='jax is not installed; pip install ".[jax]"')
+    code = [c for c in re.findall(r"```python\n(.*?)```", README, re.S)
+            if "profile_session" in c]
+    assert len(code) == 1, "the README's framework snippet is missing"
+    namespace: dict = {"__name__": "readme_framework_snippet"}
+    exec(compile(code[0], "README.md", "exec"), namespace)
+    x = np.asarray(namespace["x"], dtype=np.float64)
+    printed = capsys.readouterr().out
+    assert float(printed.splitlines()[0]) == pytest.approx((2 * np.tanh(x) * x).sum(), rel=1e-5)
+    session = namespace["session"]
+    assert [(layer, n) for layer, n, _ in session.by_layer()] == [("act", 1)]
+    assert session.device_ns > 0 and "per layer" in printed
+
+
 def test_named_files_exist():
-    named = set(re.findall(r"`((?:kernels|docs|neuroncore_sim)/[\w./]+)`", README))
+    named = set(re.findall(r"`((?:kernels|docs|examples|neuroncore_sim)/[\w./]+)`", README))
     named |= {f"kernels/{f}" for f in re.findall(r"^\| `(\w+\.py)` \|", README, re.M)}
     assert named, "the README names no files?"
     assert [n for n in sorted(named) if not (ROOT / n).exists()] == []

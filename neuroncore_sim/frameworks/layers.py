@@ -6,25 +6,45 @@ repository, per device and mode. We use it as it is: :func:`nki_layer` makes a l
 ``kernels`` accepts (stateless, no members beyond ``has_backward`` / ``can_torch_compile``, the
 replaced forward's number of arguments) and whose forward runs NKI kernels through a
 ``torch.autograd.Function``; :func:`write_layer_repository` lays out a local layer repository
-for the CPU device (``build/torch-cpu/``) whose ``layers`` module defines such classes. With
-``kernelize(model, device="cpu", mode=Mode.TRAINING)``, ``kernels`` itself keeps the original
-forward of a layer whose class has no backward kernel (``has_backward = False``).
+whose ``layers`` module defines such classes. With ``kernelize(model, device="cpu",
+mode=Mode.TRAINING)``, ``kernels`` itself keeps the original forward of a layer whose class has
+no backward kernel (``has_backward = False``).
+
+Which build variant ``kernels`` loads does not depend on ``kernelize``'s device: it is the
+*system backend*, read from the torch build (``torch.version.cuda`` set: "cuda", even on a
+machine without a GPU; ROCm, XPU, ... likewise; else "cpu"). A repository holding only
+``build/torch-cpu`` is refused by a CUDA build of torch (``backend (cpu) does not match system
+backend (cuda)``), which is what ``pip install torch`` gives on Linux. The layers are Python
+and run on CPU tensors whatever the build, so the repository publishes them as the *noarch*
+variant of every backend ``kernels`` knows (``build/torch-cpu``, ``build/torch-cuda``, ...):
+the form its documentation gives for Python-only kernels ("Build variants"). The older
+``torch-universal`` variant would also be accepted everywhere, but ``kernels`` replaced it with
+the noarch variants (release 0.11.2) and means to drop it.
 
 torch is imported only inside functions.
 """
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from ..errors import KernelError, caller_loc, expected
 
 #: Metadata of a local layer repository, as ``kernels`` reads it (build/<variant>/metadata.json).
-_METADATA = {"version": 1, "license": "Apache-2.0", "python-depends": [],
-             "backend": {"type": "cpu"}}
+_METADATA = {"version": 1, "license": "Apache-2.0", "python-depends": []}
+
+#: The noarch build variants written, ``torch-<name>`` -> the metadata's backend type. The
+#: names are the system backends of ``kernels`` (0.17: cpu, cuda, rocm, xpu, metal, tpu,
+#: neuron, and "npu" for Ascend's CANN builds of torch); a backend missing here would make
+#: ``kernels`` refuse the repository on that torch build, with the list of variants it saw.
+NOARCH_BACKENDS: dict[str, str] = {"cpu": "cpu", "cuda": "cuda", "rocm": "rocm", "xpu": "xpu",
+                                   "metal": "metal", "tpu": "tpu", "neuron": "neuron",
+                                   "npu": "cann"}
 
 
 def nki_layer(forward_kernel: Any, backward_kernel: Any = None, *, n_inputs: int = 1,
@@ -89,21 +109,44 @@ def nki_layer(forward_kernel: Any, backward_kernel: Any = None, *, n_inputs: int
 
 def write_layer_repository(path: str | Path, layers_source: str | Path,
                            name: str = "nki-layers") -> Path:
-    """Lay out a local ``kernels`` layer repository for the CPU device at ``path``: its
-    ``build/torch-cpu/layers.py`` is ``layers_source`` (a file, or Python text) defining layer
-    classes (made with :func:`nki_layer`). Returns ``path``, for ``LocalLayerRepository``."""
+    """Lay out a local ``kernels`` layer repository at ``path`` and return ``path`` (for
+    ``LocalLayerRepository(repo_path=...)``).
+
+    ``layers_source`` (a ``.py`` file, or Python text) becomes the ``layers`` module of the
+    repository; it defines layer classes made with :func:`nki_layer`. It is written as the
+    noarch variant ``build/torch-<backend>/`` of every backend in :data:`NOARCH_BACKENDS`, so
+    that ``kernels`` loads it whichever torch build is installed (CPU or CUDA, with or without
+    a GPU): see the module's docstring.
+    """
+    if isinstance(layers_source, Path) or (isinstance(layers_source, str) and "\n" not in
+                                           layers_source and layers_source.endswith(".py")):
+        src = Path(layers_source)
+        if not src.is_file():
+            raise KernelError(expected("write_layer_repository layers_source",
+                                       "a .py file of layer classes, or Python text",
+                                       f"'{src}', which is not a file"), loc=caller_loc())
+        text = src.read_text()
+    elif isinstance(layers_source, str):
+        text = layers_source
+    else:
+        raise KernelError(expected("write_layer_repository layers_source",
+                                   "a .py file of layer classes, or Python text",
+                                   type(layers_source).__name__), loc=caller_loc())
     root = Path(path)
-    variant = root / "build" / "torch-cpu"
-    variant.mkdir(parents=True, exist_ok=True)
-    src = Path(layers_source) if isinstance(layers_source, Path) or (
-        isinstance(layers_source, str) and "\n" not in layers_source
-        and layers_source.endswith(".py")) else None
-    text = src.read_text() if src is not None else str(layers_source)
-    (variant / "layers.py").write_text(text)
-    (variant / "__init__.py").write_text("from . import layers  # noqa: F401\n")
-    meta = dict(_METADATA, name=name, id=name)
-    (variant / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n")
+    # kernels imports a variant as the module named by its metadata id, and its layers as
+    # "<id>.layers", once per process: two repositories sharing an id would share the first's
+    # layers. The id is unique per layers text and backend, as kernels asks of it.
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    python_name = re.sub(r"\W", "_", name)
+    for backend, backend_type in NOARCH_BACKENDS.items():
+        variant = root / "build" / f"torch-{backend}"
+        variant.mkdir(parents=True, exist_ok=True)
+        (variant / "layers.py").write_text(text)
+        (variant / "__init__.py").write_text("from . import layers  # noqa: F401\n")
+        kernel_id = f"{python_name}_{digest}_{backend}"
+        meta = dict(_METADATA, name=name, id=kernel_id, backend={"type": backend_type})
+        (variant / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n")
     return root
 
 
-__all__: list[str] = ["nki_layer", "write_layer_repository"]
+__all__: list[str] = ["NOARCH_BACKENDS", "nki_layer", "write_layer_repository"]

@@ -14,6 +14,10 @@ it whatever the entry point; this module only adds where each launch came from:
 * layer: the names of the open :func:`layer` blocks (``with ncs.layer("attention"): ...``),
   else jax's ``jax.named_scope`` names, else the torch modules whose forward is running (with
   ``profile_session(model=m)`` named as in ``m.named_modules()``), else the call site's function.
+  A launch in the backward of a ``torch.autograd.Function`` (run by autograd after every
+  forward has returned) gets the layer in which the same Function's forward made its launches
+  (``LaunchRecord.backward`` is True; torch_layers.py), else the Function's graph node
+  (``MatMulBackward``).
 
 Host time is the wall time of the block: on the CPU it includes the simulator's own work, so
 it says how long the run took here, not on a device.
@@ -32,6 +36,7 @@ from typing import Any, Iterator
 
 from ..result import SimResult
 from ..simulate import record_launches
+from .torch_layers import autograd_origin, torch_layers, torch_module_layer
 
 _HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package
 _SKIP = (_HERE, os.sep + "jax" + os.sep, os.sep + "jaxlib" + os.sep, os.sep + "torch" + os.sep,
@@ -60,8 +65,7 @@ def current_layer() -> str | None:
     jax_scope = _jax_name_stack()
     if jax_scope:
         return jax_scope
-    mods = getattr(_TORCH_STACK, "names", None)
-    return "/".join(mods) if mods else None
+    return torch_module_layer()
 
 
 def _jax_name_stack() -> str | None:
@@ -113,6 +117,8 @@ class LaunchRecord:
     shapes: list[tuple[int, ...]]
     device_ns: float
     result: SimResult = field(repr=False)
+    #: Made in the backward of a torch.autograd.Function (autograd, after the forward).
+    backward: bool = False
 
 
 class _OriginList(list):
@@ -121,18 +127,21 @@ class _OriginList(list):
 
     def __init__(self) -> None:
         super().__init__()
-        self.origins: list[tuple[str | None, str | None]] = []
+        self.origins: list[tuple[str | None, str | None, bool]] = []
         self._lock = threading.Lock()  # launches from several threads: keep the pairs aligned
 
     def append(self, res: SimResult) -> None:
         origin = getattr(_PENDING, "origin", None)
+        backward = False
         if origin is not None:
             layer_name, site = origin
         else:
             site, func = call_site()
-            layer_name = current_layer() or func
+            # A torch Function's backward launch takes the layer its forward launched in.
+            layer_name, backward = autograd_origin(current_layer())
+            layer_name = layer_name or func
         with self._lock:
-            self.origins.append((layer_name, site))
+            self.origins.append((layer_name, site, backward))
             super().append(res)
 
 
@@ -162,13 +171,13 @@ class ProfileSession:
         for res in results:
             files.setdefault(res.program.name, set()).add(res.kernel_loc)
         out = []
-        for res, (layer_name, site) in zip(results, origins):
+        for res, (layer_name, site, backward) in zip(results, origins):
             name = res.program.name
             if len(files[name]) > 1 or (name == "kernel" and res.kernel_loc):
                 name = f"{str(res.kernel_loc).split('.py:')[0]}.{name}"
             shapes = [tuple(t.shape) for t in res.program.tensors if t.kind == "input"]
             out.append(LaunchRecord(name, layer_name or "?", site, shapes,
-                                    float(res.latency_ns), res))
+                                    float(res.latency_ns), res, backward))
         return out
 
     @property
@@ -197,7 +206,8 @@ class ProfileSession:
         for i, r in enumerate(self.launches):
             shapes = " ".join("x".join(map(str, s)) for s in r.shapes)
             site = str(r.site)[-32:]  # keep the line number when the file name is long
-            lines.append(f"{i:>3}  {r.kernel[-26:]:<26} {r.layer[-24:]:<24} {site:<32} "
+            layer_name = f"{r.layer[-18:]} (bwd)" if r.backward else r.layer[-24:]
+            lines.append(f"{i:>3}  {r.kernel[-26:]:<26} {layer_name:<24} {site:<32} "
                          f"{r.device_ns / 1e3:>10.2f}  {shapes}")
         return "\n".join(lines) + "\n" + self.totals_text()
 
@@ -238,41 +248,8 @@ def profile_session(config: Any = None, functional: bool = True, model: Any = No
         session = ProfileSession(rec.results)
         session.recorder = rec
         start = time.perf_counter_ns()
-        with _torch_layers(model):
+        with torch_layers(model):
             try:
                 yield session
             finally:
                 session.host_ns = float(time.perf_counter_ns() - start)
-
-
-# --- torch module names ---------------------------------------------------------------------------
-_TORCH_STACK = threading.local()
-
-
-@contextlib.contextmanager
-def _torch_layers(model: Any) -> Iterator[None]:
-    """While the block runs, keep the names of the torch modules whose forward is running."""
-    if model is None or "torch" not in sys.modules:
-        yield
-        return
-    import torch
-    names = {id(m): n or type(m).__name__ for n, m in model.named_modules()}
-
-    def pre(module: Any, args: Any) -> None:
-        name = names.get(id(module))
-        if name is not None:
-            stack = getattr(_TORCH_STACK, "names", [])
-            _TORCH_STACK.names = stack + [name.rsplit(".", 1)[-1] if stack else name]
-
-    def post(module: Any, args: Any, out: Any) -> None:
-        if id(module) in names and getattr(_TORCH_STACK, "names", None):
-            _TORCH_STACK.names = _TORCH_STACK.names[:-1]
-
-    handles = [torch.nn.modules.module.register_module_forward_pre_hook(pre),
-               torch.nn.modules.module.register_module_forward_hook(post)]
-    try:
-        yield
-    finally:
-        for h in handles:
-            h.remove()
-        _TORCH_STACK.names = []

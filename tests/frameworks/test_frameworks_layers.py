@@ -2,16 +2,24 @@
 ``use_kernel_forward_from_hub`` is replaced by ``kernelize(model, device="cpu", mode=...)`` with
 an NKI-kernel layer from a local layer repository (neuroncore_sim.frameworks.layers), forward
 and backward checked against the original layer; a layer without a backward kernel falls back
-to the original forward in training mode. Skipped without torch or kernels."""
+to the original forward in training mode. The repository loads whichever torch build is
+installed (CPU, or CUDA without a GPU: what `pip install ".[torch,kernels]"` gives on Linux).
+Skipped without torch or kernels (the `kernels` extra); scripts/check_frameworks_extras.py
+runs these in a fresh venv made by that extra."""
 
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
-torch = pytest.importorskip("torch")
-kernels = pytest.importorskip("kernels")
+_EXTRA = 'needs the kernels extra: pip install ".[torch,kernels]"'
+torch = pytest.importorskip("torch", reason=f"torch is not installed; {_EXTRA}")
+kernels = pytest.importorskip("kernels", reason=f"kernels is not installed; {_EXTRA}")
+if not hasattr(kernels, "kernelize"):  # the repository's own kernels/ folder, not the library
+    pytest.skip(f"`import kernels` finds this repository's kernels/ folder; {_EXTRA}",
+                allow_module_level=True)
 
 import neuroncore_sim as ncs  # noqa: E402
 from neuroncore_sim.errors import KernelError  # noqa: E402
@@ -88,6 +96,29 @@ def test_kernelize_training_maps_layer_to_nki_forward_and_backward(tmp_path, mon
     torch.testing.assert_close(x.grad, want_grad, rtol=1e-4, atol=1e-5)
     assert [r.kernel for r in s.launches] == ["silu_and_mul", "silu_and_mul_bwd"]
     assert s.launches[0].layer == "Sequential/1"
+
+
+def test_repository_loads_for_this_torch_build_and_for_cpu(tmp_path, monkeypatch):
+    """kernels picks the variant by the torch build's backend (a CUDA build is "cuda" without
+    a GPU), and also loads the CPU one on request: both are ours."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    repo = write_layer_repository(tmp_path / "repo", LAYERS)
+    system = kernels.get_local_kernel(repo)  # the backend torch was built for
+    cpu = kernels.get_local_kernel(repo, backend="cpu")
+    build = "cuda" if torch.version.cuda else "rocm" if torch.version.hip else "cpu"
+    assert Path(system.__file__).parent.name == f"torch-{build}"
+    assert Path(cpu.__file__).parent.name == "torch-cpu"
+    for module in (system, cpu):
+        assert module.layers.SiluAndMul.has_backward
+        assert not module.layers.SiluAndMulInference.has_backward
+
+
+def test_two_repositories_in_one_process_keep_their_own_layers(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    first = kernels.get_local_kernel(write_layer_repository(tmp_path / "a", LAYERS))
+    second = kernels.get_local_kernel(write_layer_repository(tmp_path / "b", "ONLY = 1\n"))
+    assert hasattr(first.layers, "SiluAndMul") and not hasattr(second.layers, "SiluAndMul")
+    assert second.layers.ONLY == 1
 
 
 def test_layer_without_backward_falls_back_in_training_mode(tmp_path, monkeypatch):

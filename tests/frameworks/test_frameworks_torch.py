@@ -1,7 +1,7 @@
 """NKI kernels in PyTorch training code: ``torch.autograd.Function`` whose forward and backward
 are NKI kernels, on CPU tensors, checked against torch's own ops and with
-``torch.autograd.gradcheck``. Skipped where torch is missing (it is too large for CI here; see
-docs/frameworks.md for how to run these)."""
+``torch.autograd.gradcheck``. Skipped where torch is missing (it is not in the test extra:
+.ci/frameworks runs these in a venv of the torch and kernels extras; docs/frameworks.md)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import neuroncore_sim.nki.language as nl
 from neuroncore_sim import nki
 from neuroncore_sim.errors import KernelError
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason='torch is not installed; pip install ".[torch]"')
 
 
 @nki.jit
@@ -127,5 +127,31 @@ def test_profile_session_names_launches_by_torch_module():
     recs = s.launches
     assert [r.kernel for r in recs] == ["tanh_fwd", "tanh_fwd", "tanh_bwd", "tanh_bwd"]
     assert [r.layer for r in recs[:2]] == ["Net/act1", "Net/act2"]
-    # autograd runs the backward outside any forward: named by the Function's node
-    assert recs[2].layer == "NkiTanhBackward"
+    # autograd runs the backward after every forward returned, last layer first: each backward
+    # launch carries the layer whose forward made the Function's launch
+    assert [r.layer for r in recs[2:]] == ["Net/act2", "Net/act1"]
+    assert [r.backward for r in recs] == [False, False, True, True]
+    assert {k: n for k, n, _ in s.by_layer()} == {"Net/act1": 2, "Net/act2": 2}
+    assert "Net/act2 (bwd)" in s.table()
+
+
+def test_backward_launch_without_a_forward_layer_is_named_by_its_node():
+    import neuroncore_sim as ncs
+
+    x = torch.randn(128, 16).requires_grad_()
+    y = NkiTanh.apply(x)  # outside the session: no layer recorded for the node
+    with ncs.profile_session() as s:
+        y.sum().backward()
+    assert [(r.kernel, r.layer, r.backward) for r in s.launches] == [
+        ("tanh_bwd", "NkiTanhBackward", True)]
+
+
+def test_ncs_layer_names_the_backward_of_what_it_launched():
+    import neuroncore_sim as ncs
+
+    x = torch.randn(128, 16).requires_grad_()
+    with ncs.profile_session() as s:
+        with ncs.layer("act"):
+            y = NkiTanh.apply(x)
+        y.sum().backward()
+    assert [(r.layer, r.backward) for r in s.launches] == [("act", False), ("act", True)]

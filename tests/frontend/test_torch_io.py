@@ -11,7 +11,7 @@ import neuroncore_sim.nki.language as nl
 from neuroncore_sim import nki
 from neuroncore_sim.errors import KernelError
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason='torch is not installed; pip install ".[torch]"')
 
 
 @nki.jit
