@@ -270,17 +270,38 @@ def _stdlib_dir() -> str:
 _STDLIB_DIR = _stdlib_dir()
 
 
+def _dependency_dirs() -> tuple[str, ...]:
+    """The folders of the libraries this package calls into (found without importing them): a
+    Ctrl-C may land inside one of them, e.g. in numpy while a dtype prints."""
+    import importlib.util
+    dirs = []
+    for name in ("numpy", "ml_dtypes", "simpy", "pandas", "matplotlib", "tqdm"):
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        for folder in (spec.submodule_search_locations or []) if spec else []:
+            dirs.append(os.path.join(os.path.abspath(folder), ""))
+    return tuple(dirs)
+
+
+_DEPENDENCY_DIRS = _dependency_dirs()
+
+
 def _is_stdlib_frame(filename: str) -> bool:
-    """Code of Python's standard library (not of installed packages, which may be a user's)."""
+    """Code of Python's standard library or of the libraries this package depends on (not of
+    other installed packages, which may be a user's kernels)."""
     if filename.startswith("<frozen"):
         return True
     path = os.path.abspath(filename)
-    return path.startswith(_STDLIB_DIR) and "-packages" + os.sep not in path
+    return (path.startswith(_STDLIB_DIR) and "-packages" + os.sep not in path
+            or path.startswith(_DEPENDENCY_DIRS))
 
 
 def user_frames(tb: TracebackType | None) -> TracebackType | None:
-    """``tb`` without the frames of this package, nor those of the standard library it called
-    (contextlib, threading, ...): a new chain; None when none is left."""
+    """``tb`` without the frames of this package, nor those of the standard library or the
+    package's dependencies it called (contextlib, threading, numpy, ...): a new chain; None when
+    none is left."""
     kept: list[TracebackType] = []
     inside = False  # whether the last frame that was not a library's was this package's
     while tb is not None:

@@ -141,3 +141,26 @@ def test_ctrl_c_stops_a_sweep_within_two_seconds_and_it_resumes(folder) -> None:
     assert lines[:len(saved)] == saved  # kept, not run again
     keys = [json.loads(line)["key"] for line in lines]
     assert len(keys) == len(set(keys)) == 6
+
+
+def test_frames_of_the_libraries_the_package_calls_are_hidden_with_its_own() -> None:
+    """A Ctrl-C (here a TypeError) landing inside numpy while the package runs shows the user's
+    frames only: the package's frame and the numpy frames it called are hidden."""
+    import numpy as np
+
+    from neuroncore_sim import errors
+
+    inside = os.path.join(os.path.dirname(errors.__file__), "_fake_frame.py")
+    code = compile("def f(np):\n    return np.issubdtype(object(), np.flexible)\n", inside, "exec")
+    scope: dict = {}
+    exec(code, scope)
+    try:
+        scope["f"](np)
+    except TypeError as e:
+        tb = e.__traceback__
+    files = []
+    kept = errors.user_frames(tb)
+    while kept is not None:
+        files.append(kept.tb_frame.f_code.co_filename)
+        kept = kept.tb_next
+    assert files == [__file__]
