@@ -61,16 +61,16 @@ class _Memory:
                          MemSpace.PSUM: config.psum_bytes_per_partition}
         self.opens: list[list[tuple[object, MemSpace, int, int]]] = [[] for _ in instrs]
         self.uses: dict[int, int] = {}  # tensor id -> instructions still to schedule
-        seen: set[int] = set()
+        self.sizes: dict[int, tuple[MemSpace, int]] = {}  # tensor id -> its memory, bytes
         for k, ins in enumerate(instrs):
             for a in (*ins.srcs.values(), *ins.dsts.values()):
                 t = a.tensor
                 if t.space not in self.capacity or t.kind != "tile" or t.placement is not None:
                     continue
                 self.uses[t.id] = self.uses.get(t.id, 0) + 1
-                if t.id not in seen:
-                    seen.add(t.id)
+                if t.id not in self.sizes:
                     size = t.row_bytes if t.space is MemSpace.SBUF else _psum_bytes(t, bank)
+                    self.sizes[t.id] = t.space, size
                     self.opens[k].append((t.site or t.id, t.space, size, t.id))
         self.open: dict[object, int] = {}
         self.peak: dict[object, int] = {}
@@ -80,7 +80,6 @@ class _Memory:
         # bytes of the tiles open now and at most (placement by live range needs no more)
         self.live = dict.fromkeys(self.capacity, 0)
         self.live_peak = dict.fromkeys(self.capacity, 0)
-        self.sizes: dict[int, tuple[MemSpace, int]] = {}
 
     def fits(self, k: int) -> bool:
         """Whether opening instruction ``k``'s new tiles keeps every memory within capacity."""
@@ -92,8 +91,7 @@ class _Memory:
                    for m in extra)
 
     def schedule(self, ins: Instruction, k: int) -> None:
-        for site, space, size, tid in self.opens[k]:
-            self.sizes[tid] = space, size
+        for site, space, size, _ in self.opens[k]:
             self.live[space] += size
             self.live_peak[space] = max(self.live_peak[space], self.live[space])
             n = self.open[site] = self.open.get(site, 0) + 1

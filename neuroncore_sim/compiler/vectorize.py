@@ -123,7 +123,8 @@ def _merge_loop(instrs: list[Instruction], iterations: dict[int, list[int]],
             return None
     members = {k: it for it, body in iterations.items() for k in body}  # index -> iteration
     merged_tiles: dict[tuple[int, ...], TensorDecl] = {}
-    written: dict[int, list[tuple[int, Access, bool]]] = {}
+    # tile the iterations share -> (iteration, access, whether it writes) of every access
+    shared: dict[int, list[tuple[int, Access, bool]]] = {}
     out: list[Instruction] = []
     for p, ins in enumerate(first):
         roles: dict[str, dict[str, Access]] = {"srcs": {}, "dsts": {}}
@@ -135,20 +136,20 @@ def _merge_loop(instrs: list[Instruction], iterations: dict[int, list[int]],
                     return None
                 roles[side][role] = merged
                 if merged.tensor is accesses[0].tensor:  # a tile the iterations share
-                    written.setdefault(merged.tensor.id, []).extend(
+                    shared.setdefault(merged.tensor.id, []).extend(
                         (it, a, side == "dsts") for it, a in enumerate(accesses))
         out.append(Instruction(ids.next_instruction(), ins.opcode, ins.engine, roles["dsts"],
                                roles["srcs"], _widened_attrs(ins.attrs, n), ins.loc, None,
                                ins.instance, ins.loops[:-1]))
-    if not all(_independent(entries) for entries in written.values()
+    if not all(_independent(entries) for entries in shared.values()
                if any(w for _, _, w in entries)):
         return None
     return out
 
 
 def _merged_access(accesses: list[Access], users: dict[int, list[int]],
-                   members: dict[int, int], merged_tiles: dict[tuple[int, ...], TensorDecl], ids: NewIds
-                   ) -> Access | None:
+                   members: dict[int, int], merged_tiles: dict[tuple[int, ...], TensorDecl],
+                   ids: NewIds) -> Access | None:
     """One access covering every iteration's, with the iteration as a free dim after the
     partition dim; None when the iterations' accesses are not of one of the two kinds."""
     a0, n = accesses[0], len(accesses)
