@@ -87,5 +87,7 @@ def _region(ins: Instruction, writes: dict[int, int]) -> tuple | None:
 
 
 def _retarget(a: Access, origin: dict[int, TensorDecl]) -> Access:
+    """``a`` on the first load's tile when it reads a dropped repeat's (same layout, so the
+    same offset, pattern and view)."""
     first = origin.get(a.tensor.id)
-    return a if first is None else Access(first, a.offset, a.pattern)
+    return a if first is None else Access(first, a.offset, a.pattern, a.view_dtype)

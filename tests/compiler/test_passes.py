@@ -361,3 +361,15 @@ def test_reordered_streams_never_wait_on_an_instruction_behind_them():
     res = ncs.simulate(invariant_in_loop, nt.tensor[[1024, 512], nl.float32],
                        nt.tensor[[128, 1], nl.float32], functional=False, config=options())
     assert (res.events.opcode == "activation").sum() == 24 + 8  # every activation ran
+
+
+def test_a_reader_of_a_kept_load_keeps_its_view_dtype():
+    """A reader of a dropped repeat reads the first tile through the same dtype view."""
+    from neuroncore_sim.compiler.resident_loads import _retarget
+    from neuroncore_sim.program.ir import Access, MemSpace, TensorDecl
+    first = TensorDecl(0, "t0", MemSpace.SBUF, (128, 64), np.dtype(np.float32))
+    repeat = TensorDecl(1, "t1", MemSpace.SBUF, (128, 64), np.dtype(np.float32))
+    read = Access(repeat, 0, ((64, 128), (1, 64)), np.dtype(np.int32))
+    moved = _retarget(read, {repeat.id: first})
+    assert (moved.tensor, moved.offset, moved.pattern, moved.view_dtype) == (
+        first, 0, ((64, 128), (1, 64)), np.dtype(np.int32))
