@@ -16,7 +16,10 @@ Instructions of one iteration (the same ``affine_range`` iterations, ``Instructi
 keep their program order on their engine, so a ``sequential_range`` or Python loop inside one
 iteration is never reordered; an engine looks at most ``reorder_window_instructions`` of its
 unscheduled instructions ahead (a bound on how far ahead the compiler pipelines: the buffers
-it would need grow with it). The instance's stream is then the instructions sorted by their
+it would need grow with it). No instruction opens a tile that does not fit beside the live
+ones, and one that is not its engine's first also waits while it would grow the buffer rings
+past capacity (:class:`_Memory`): a fast producer does not run ahead of its slow readers
+further than the buffers the allocator can give. The instance's stream is then the instructions sorted by their
 estimated start, a DMA that feeds an instruction placed just before its first reader (loads are
 issued as their buffers allow anyway); the memory plan and the semaphores are made on that
 stream.
@@ -51,9 +54,8 @@ class _Memory:
     """What the allocator will ask for, followed as the scheduler goes: per allocation site
     (``TensorDecl.site``) the tiles open now and the most ever open, and the bytes per
     partition those maxima add up to in each memory (SBUF, PSUM in whole banks), as
-    :mod:`.capacity` sums them. A tile opens with its first instruction and closes after its
-    last; an instruction that would push a memory's sum past its capacity waits until it is
-    the first unscheduled instruction of its engine."""
+    :mod:`.capacity` sums them, and the bytes of the tiles open now. A tile opens with its
+    first instruction and closes after its last."""
 
     def __init__(self, instrs: list[Instruction], config: NeuronCoreConfig) -> None:
         bank = config.psum_bank_bytes
@@ -82,7 +84,8 @@ class _Memory:
         self.live_peak = dict.fromkeys(self.capacity, 0)
 
     def fits(self, k: int) -> bool:
-        """Whether opening instruction ``k``'s new tiles keeps every memory within capacity."""
+        """Whether opening instruction ``k``'s new tiles keeps every memory's rings (the sum of
+        the sites' most tiles open) within capacity."""
         extra = dict.fromkeys(self.capacity, 0)
         for site, space, size, _ in self.opens[k]:
             if self.open.get(site, 0) + 1 > self.peak.get(site, 0):
@@ -90,7 +93,18 @@ class _Memory:
         return all(not extra[m] or self.demand[m] + extra[m] <= self.capacity[m]
                    for m in extra)
 
-    def schedule(self, ins: Instruction, k: int) -> None:
+    def fits_live(self, k: int) -> bool:
+        """Whether instruction ``k``'s new tiles fit beside the tiles live now (what placement
+        by live range needs: the least any allocation needs)."""
+        extra = dict.fromkeys(self.capacity, 0)
+        for _, space, size, _ in self.opens[k]:
+            extra[space] += size
+        return all(not extra[m] or self.live[m] + extra[m] <= self.capacity[m]
+                   for m in extra)
+
+    def schedule(self, ins: Instruction, k: int) -> bool:
+        """Open ``k``'s new tiles, close those it is the last use of; whether any closed."""
+        closed = False
         for site, space, size, _ in self.opens[k]:
             self.live[space] += size
             self.live_peak[space] = max(self.live_peak[space], self.live[space])
@@ -109,6 +123,8 @@ class _Memory:
                     self.open[site] -= 1
                     space, size = self.sizes[a.tensor.id]
                     self.live[space] -= size
+                    closed = True
+        return closed
 
 
 def memory_demand(instrs: list[Instruction], config: NeuronCoreConfig
@@ -245,13 +261,30 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
         heapq.heappush(waiting[q], (ready_t[k], k))
         heapq.heappush(agenda, (next_start(q), q))
 
+    def wake(q: str, t: float) -> None:  # the held ones get another look from time t
+        for h in held[q]:
+            heapq.heappush(waiting[q], (t, h))
+        held[q].clear()
+        heapq.heappush(agenda, (next_start(q), q))
+
     for k in range(n):
         if indeg[k] == 0:
             released[k] = True
             if qpos[k] < window:
                 offer(k)
     scheduled = 0
+    forced = -1
     while scheduled < n:
+        if not agenda:
+            # Every engine waits for memory that only its own later work would free: the held
+            # instruction first in program order goes anyway (the kernel's order, where it
+            # does not fit either, spills).
+            forced = min(h for hs in held.values() for h in hs)
+            q = qof[forced]
+            held[q].remove(forced)
+            heapq.heappush(ready[q], forced)
+            heapq.heappush(agenda, (next_start(q), q))
+            continue
         t, q = heapq.heappop(agenda)
         if t != next_start(q) or t == math.inf:
             continue  # a stale entry
@@ -259,11 +292,14 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
         while w and w[0][0] <= t:
             heapq.heappush(r, heapq.heappop(w)[1])
         k = heapq.heappop(r)
-        if qpos[k] != head[q] and not memory.fits(k):
-            held[q].append(k)  # (taken again once it is its engine's first)
+        # An engine's first unscheduled instruction waits only while its tiles do not fit
+        # beside the live ones; a later one also while it would grow the rings past capacity
+        if k != forced and not (memory.fits_live(k)
+                                and (qpos[k] == head[q] or memory.fits(k))):
+            held[q].append(k)  # (taken again when its engine moves on or memory is freed)
             heapq.heappush(agenda, (next_start(q), q))
             continue
-        memory.schedule(instrs[k], k)
+        closed = memory.schedule(instrs[k], k)
         start[k], done[k] = t, True
         scheduled += 1
         occupy, visible = cost[k]
@@ -272,9 +308,11 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
         while head[q] < len(order) and done[order[head[q]]]:
             head[q] += 1
         if held[q] and head[q] < len(order):  # give the held ones another look
-            for h in held[q]:
-                heapq.heappush(ready[q], h)
-            held[q].clear()
+            wake(q, t)
+        if closed:
+            for other in queues:
+                if held[other]:
+                    wake(other, t + occupy)
         for p in range(old + window, min(head[q] + window, len(order))):
             if released[order[p]] and not done[order[p]]:
                 offer(order[p])

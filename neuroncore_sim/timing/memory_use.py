@@ -25,8 +25,8 @@ import numpy as np
 
 from ..config import NeuronCoreConfig
 from ..program.ir import MemSpace, Program
-from .events import (PSUM_SPILL_RELOAD, PSUM_SPILL_SAVE, SPILL_RELOAD, SPILL_SAVE, TimingResult,
-                     is_dma_row)
+from .events import (PSUM_SPILL_RELOAD, PSUM_SPILL_SAVE, SPILL_RELOAD, SPILL_SAVE, TENSOR_LS_ROW,
+                     TimingResult, is_dma_row)
 from ..compiler.tiles import access_keys, block_elems, key_tensor, tile_bytes
 
 #: The on-chip memories tracked, in display order.
@@ -66,10 +66,16 @@ def capacity(space: MemSpace, config: NeuronCoreConfig) -> int:
 def tile_lives(program: Program, timing: TimingResult, config: NeuronCoreConfig
                ) -> list[TileLife]:
     """Live range of every SBUF/PSUM tensor the launch touched, in order of first use."""
+    # A matmul's LoadStationary (row tensor_ls) runs in the background of the matmul before
+    # it: it reads the stationary tile from its own start, while the PSUM output is written
+    # from the MultiplyMoving's start (a buffer the previous reader still holds is not yet
+    # written)
     starts: dict[int, float] = {}
+    stationary_starts: dict[int, float] = {}
     for e in timing.events:
-        if e.instr_id not in starts or e.start_ns < starts[e.instr_id]:
-            starts[e.instr_id] = e.start_ns
+        into = stationary_starts if e.engine == TENSOR_LS_ROW else starts
+        if e.instr_id not in into or e.start_ns < into[e.instr_id]:
+            into[e.instr_id] = e.start_ns
     ends = timing.instruction_end_ns
     first: dict[int, float] = {}
     last: dict[int, float] = {}
@@ -79,16 +85,19 @@ def tile_lives(program: Program, timing: TimingResult, config: NeuronCoreConfig
             continue  # not timed (a PSUM zeros memset folded into its first matmul): never ran
         t_end = ends[ins.id]
         t_start = starts.get(ins.id, t_end)
+        stationary = ins.srcs.get("stationary")
         for a, _ in ins.accesses():
             if a.space is MemSpace.HBM:
                 continue
+            t_first = (stationary_starts.get(ins.id, t_start) if a is stationary
+                       else t_start)
             tid = a.tensor.id
             per = split.get(tid)
             if per is None:
                 per = split[tid] = block_elems(a.tensor) if a.tensor.placement is None else 0
             for key in access_keys(a, per):
-                if key not in first or t_start < first[key]:
-                    first[key] = t_start
+                if key not in first or t_first < first[key]:
+                    first[key] = t_first
                 if key not in last or t_end > last[key]:
                     last[key] = t_end
     out = []
