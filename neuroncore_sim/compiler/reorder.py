@@ -274,6 +274,7 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
                 offer(k)
     scheduled = 0
     forced = -1
+    now = 0.0
     while scheduled < n:
         if not agenda:
             # Every engine waits for memory that only its own later work would free: the held
@@ -282,12 +283,15 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
             forced = min(h for hs in held.values() for h in hs)
             q = qof[forced]
             held[q].remove(forced)
-            heapq.heappush(ready[q], forced)
+            heapq.heappush(waiting[q], (now, forced))  # (from now: not back in time)
             heapq.heappush(agenda, (next_start(q), q))
             continue
         t, q = heapq.heappop(agenda)
         if t != next_start(q) or t == math.inf:
             continue  # a stale entry
+        # (an engine whose own clock is behind starts no earlier than the scheduler has got:
+        # the stream is sorted by start, which must follow the memory accounting's order)
+        t = now = max(now, t)
         w, r = waiting[q], ready[q]
         while w and w[0][0] <= t:
             heapq.heappush(r, heapq.heappop(w)[1])
