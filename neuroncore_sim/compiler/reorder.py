@@ -14,14 +14,16 @@ instruction's time (:func:`estimate_ns`). Each engine, when free, takes the read
 that comes first in program order; when none is ready it takes the one ready soonest.
 Instructions of one iteration (the same ``affine_range`` iterations, ``Instruction.loops``)
 keep their program order on their engine, so a ``sequential_range`` or Python loop inside one
-iteration is never reordered; an engine looks at most ``reorder_window_instructions`` of its
-unscheduled instructions ahead (a bound on how far ahead the compiler pipelines: the buffers
-it would need grow with it). No instruction opens a tile that does not fit beside the live
-ones, and one that is not its engine's first also waits while it would grow the buffer rings
-past capacity (:class:`_Memory`): a fast producer does not run ahead of its slow readers
-further than the buffers the allocator can give. The instance's stream is then the instructions sorted by their
-estimated start, a DMA that feeds an instruction placed just before its first reader (loads are
-issued as their buffers allow anyway); the memory plan and the semaphores are made on that
+iteration is never reordered, and so do the iterations of a loop that carries an accumulation
+(an engine's ``acc[...] += x`` into one tensor across its iterations, :func:`_carried_loops`).
+An engine looks at most ``reorder_window_instructions`` of its unscheduled instructions ahead
+(a bound on how far ahead the compiler pipelines: the buffers it would need grow with it).
+No instruction opens a tile that does not fit beside the live ones, and one that is not its
+engine's first also waits while it would grow the buffer rings past capacity
+(:class:`_Memory`): a fast producer does not run ahead of its slow readers further than the
+buffers the allocator can give. The instance's stream is then the instructions sorted by their
+estimated start, a DMA that feeds an instruction placed just before its first reader (loads
+are issued as their buffers allow anyway); the memory plan and the semaphores are made on that
 stream.
 Switch: ``config.compiler.reorder`` (and a kernel under ``no_reorder`` is not reordered).
 """
@@ -173,6 +175,47 @@ def _estimate(ins: Instruction, config: NeuronCoreConfig,
     return got
 
 
+def _accumulated(ins: Instruction) -> tuple | None:
+    """The region an instruction reads and writes (``t[...] += x`` on an engine: a
+    read-modify-write) as (tensor id, offset, pattern), or None. A matmul accumulating in PSUM
+    is not one: PSUM adds what it is written, the engine reads nothing back."""
+    if ins.opcode is Opcode.NC_MATMUL:
+        return None
+    for d in ins.dsts.values():
+        for a in ins.srcs.values():
+            if (a.tensor.id, a.offset, a.pattern) == (d.tensor.id, d.offset, d.pattern):
+                return d.tensor.id, d.offset, d.pattern
+    return None
+
+
+def _carried_loops(instrs: list[Instruction]) -> set[int]:
+    """The ``affine_range`` loops whose iterations accumulate into one region (the reduction
+    NKI allows across an affine_range's iterations): the loop carries a dependency. Iterations
+    that accumulate into different regions of a tensor (a column each) carry nothing."""
+    into: dict[tuple, set[tuple[int, int]]] = {}  # accumulated region -> (loop, iteration)
+    for ins in instrs:
+        region = _accumulated(ins)
+        if region is not None:
+            into.setdefault(region, set()).update(ins.loops)
+    carried: set[int] = set()
+    for pairs in into.values():
+        seen: dict[int, int] = {}
+        for loop, it in pairs:
+            if seen.setdefault(loop, it) != it:
+                carried.add(loop)
+    return carried
+
+
+def _chain_key(ins: Instruction, carried: set[int]) -> tuple:
+    """The iterations whose instructions keep their program order on one queue: one
+    iteration's, and across the iterations of a loop that carries an accumulation (the
+    compiler interleaves only independent iterations)."""
+    for k, (loop, _) in enumerate(ins.loops):
+        if loop in carried:
+            return ins.loops[:k]
+    return ins.loops
+
+
 def _graph(instrs: list[Instruction], repeats: dict[int, int]
            ) -> list[list[tuple[int, bool]]]:
     """Per instruction (by position), its successors as (position, is_raw): the hazards of the
@@ -185,6 +228,7 @@ def _graph(instrs: list[Instruction], repeats: dict[int, int]
     live = _LiveAccesses()
     written = {a.tensor.id for i in instrs for a in i.dsts.values() if a.space is MemSpace.HBM}
     last: dict[tuple[str, tuple], int] = {}
+    carried = _carried_loops(instrs)
     for k, ins in enumerate(instrs):
         found: dict[int, int] = {}
         for a in ins.srcs.values():
@@ -201,10 +245,11 @@ def _graph(instrs: list[Instruction], repeats: dict[int, int]
             succ[pos[first]].append((k, False))
         q = queue_name(ins)
         if q != DMA_QUEUE:
-            prev = last.get((q, ins.loops))
+            key = q, _chain_key(ins, carried)
+            prev = last.get(key)
             if prev is not None:
                 succ[prev].append((k, False))
-            last[q, ins.loops] = k
+            last[key] = k
     return succ
 
 
