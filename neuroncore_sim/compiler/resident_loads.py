@@ -13,8 +13,10 @@ Model. Per allocation site of the loads (the kernel line), in order of first app
 load is a *repeat* when it reads exactly the region of an earlier load of the site (same
 kernel-input tensor, offset, pattern and dtype, never written by the kernel) into a tile of the
 same layout, and both tiles are written by their load alone. The site is kept resident when
-its distinct regions, one tile each, fit in SBUF together with what the kernel's own order
-needs of the other sites (the allocator's rings, summed as the scheduler sums them): then its
+its distinct regions, one tile each, fit in SBUF together with the most bytes of tiles the
+kernel's own order keeps live at once (what placement by live range needs at least; the
+allocator's rings shrink to what is left, :mod:`.capacity`; measured: matmul_add_rmsnorm's
+weight is kept beside row tiles whose eight sites' rings would not fit with it): then its
 repeats are dropped and their readers read the first tile, which the memory plan keeps live
 until its last reader (and spills, should it have to). Otherwise the site keeps its loads.
 Switch: ``config.compiler.keep_resident_loads``.
@@ -47,8 +49,8 @@ def keep_resident_loads(instrs: list[Instruction], config: NeuronCoreConfig
             repeats.setdefault(site, {})[ins.out.tensor.id] = first
     if not repeats:
         return instrs
-    demands, shares, _ = memory_demand(instrs, config)
-    demand, capacity = demands[MemSpace.SBUF], config.sbuf_usable_bytes_per_partition
+    _, shares, live = memory_demand(instrs, config)
+    demand, capacity = live[MemSpace.SBUF], config.sbuf_usable_bytes_per_partition
     origin: dict[int, TensorDecl] = {}
     for site, moved in repeats.items():
         kept = sum(t.row_bytes for t in sites[site].values())

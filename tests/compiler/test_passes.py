@@ -172,11 +172,12 @@ def test_keep_resident_loads_drops_the_repeated_weight_loads():
 
 
 def test_loads_too_large_to_keep_are_loaded_again():
-    """The same kernel with SBUF shrunk below the two weight tiles: nothing is kept."""
+    """The same kernel with SBUF shrunk below the two weight tiles and what the row tiles need
+    live at once beside them (2.5 KiB usable): nothing is kept."""
     args = nt.tensor[[512, 256], nl.bfloat16], nt.tensor[[256, 512], nl.bfloat16]
     prog = program_of(weights_per_row_tile, *args)
     small = override(options(balance_engines=False, reorder=False),
-                     {"sbuf_bytes_per_partition": 16 * 1024 + 3 * 1024}, "tests")
+                     {"sbuf_bytes_per_partition": 16 * 1024 + 2560}, "tests")
     assert sum(r[1] == "dma_copy" for r in listing(prog, small)) == 16
 
 
