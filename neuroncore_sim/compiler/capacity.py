@@ -81,6 +81,8 @@ class BufferPlan:
             ``psum_spill`` is set (the caller plans SBUF again with the PSUM spill copies).
         psum_spill: the same for PSUM (spills go to SBUF); None when PSUM fits in its rings
             or was planned already (``plan_buffers(..., psum_planned=True)``).
+        room: SBUF bytes per partition left to compiler-managed tiles (what directly
+            allocated tiles leave of the usable SBUF).
     """
 
     rings: tuple[BufferRing, ...]
@@ -91,6 +93,7 @@ class BufferPlan:
     decls: dict[int, TensorDecl]
     spill: SpillPlan | None = None
     psum_spill: SpillPlan | None = None
+    room: int = 0
 
 
 def plan_buffers(instrs: list[Instruction], config: NeuronCoreConfig,
@@ -159,7 +162,8 @@ def plan_buffers(instrs: list[Instruction], config: NeuronCoreConfig,
                                  lambda t: math.ceil(tile_bytes(t) / bank) * bank,
                                  placed_bytes[ps], ps)
     return BufferPlan(tuple(rings), tuple(tuple(t) for t in sites.values()), first, last,
-                      split, decls, spill, psum_spill)
+                      split, decls, spill, psum_spill,
+                      _capacity(MemSpace.SBUF, config, placed_bytes))
 
 
 def _capacity(space: MemSpace, config: NeuronCoreConfig, placed: dict[MemSpace, int]) -> int:
