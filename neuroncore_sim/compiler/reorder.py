@@ -55,23 +55,14 @@ class _Memory:
     last; an instruction that would push a memory's sum past its capacity waits until it is
     the first unscheduled instruction of its engine."""
 
-    def __init__(self, instrs: list[Instruction], config: NeuronCoreConfig) -> None:
-        bank = config.psum_bank_bytes
+    def __init__(self, instrs: list[Instruction], config: NeuronCoreConfig,
+                 tables: _Tables | None = None) -> None:
         self.capacity = {MemSpace.SBUF: config.sbuf_usable_bytes_per_partition,
                          MemSpace.PSUM: config.psum_bytes_per_partition}
-        self.opens: list[list[tuple[object, MemSpace, int, int]]] = [[] for _ in instrs]
-        self.uses: dict[int, int] = {}  # tensor id -> instructions still to schedule
-        self.sizes: dict[int, tuple[MemSpace, int]] = {}  # tensor id -> its memory, bytes
-        for k, ins in enumerate(instrs):
-            for a in (*ins.srcs.values(), *ins.dsts.values()):
-                t = a.tensor
-                if t.space not in self.capacity or t.kind != "tile" or t.placement is not None:
-                    continue
-                self.uses[t.id] = self.uses.get(t.id, 0) + 1
-                if t.id not in self.sizes:
-                    size = t.row_bytes if t.space is MemSpace.SBUF else _psum_bytes(t, bank)
-                    self.sizes[t.id] = t.space, size
-                    self.opens[k].append((t.site or t.id, t.space, size, t.id))
+        # ``tables``: those of another _Memory of the same instructions (read only: shared)
+        self.tables = tables if tables is not None else _tables(instrs, config)
+        self.opens, uses, self.sizes, self.touches = self.tables
+        self.uses = dict(uses)  # tensor id -> instructions still to schedule
         self.open: dict[object, int] = {}
         self.peak: dict[object, int] = {}
         self.demand = dict.fromkeys(self.capacity, 0)
@@ -100,24 +91,65 @@ class _Memory:
                 self.demand[space] += size
                 self.site_bytes[site] = self.site_bytes.get(site, 0) + size
                 self.site_space[site] = space
+        uses = self.uses
+        for tid in self.touches[k]:
+            left = uses[tid] = uses[tid] - 1
+            if left == 0:
+                site, space, size = self.sizes[tid]
+                self.open[site] -= 1
+                self.live[space] -= size
+
+
+#: What a _Memory reads of its instructions: per instruction the tiles it opens (site, memory,
+#: bytes, tensor id); per tensor id its uses; per tensor id its site, memory and bytes; per
+#: instruction the tensor ids of its tracked accesses (one per access).
+_Tables = tuple[list[list[tuple[object, MemSpace, int, int]]], dict[int, int],
+                dict[int, tuple[object, MemSpace, int]], list[tuple[int, ...]]]
+
+
+def _tables(instrs: list[Instruction], config: NeuronCoreConfig) -> _Tables:
+    """The tables of a :class:`_Memory` of ``instrs``: the tiles are looked up once here (per
+    tensor, not per access), not at every ``schedule()`` (speed)."""
+    bank = config.psum_bank_bytes
+    opens: list[list[tuple[object, MemSpace, int, int]]] = [[] for _ in instrs]
+    uses: dict[int, int] = {}
+    sizes: dict[int, tuple[object, MemSpace, int]] = {}
+    touches: list[tuple[int, ...]] = []
+    untracked: set[int] = set()  # HBM tensors, directly allocated tiles
+    for k, ins in enumerate(instrs):
+        touched = []
         for a in (*ins.srcs.values(), *ins.dsts.values()):
-            left = self.uses.get(a.tensor.id)
-            if left is not None:
-                self.uses[a.tensor.id] = left - 1
-                if left == 1:
-                    site = a.tensor.site or a.tensor.id
-                    self.open[site] -= 1
-                    space, size = self.sizes[a.tensor.id]
-                    self.live[space] -= size
+            tid = a.tensor.id
+            n = uses.get(tid)
+            if n is not None:
+                uses[tid] = n + 1
+                touched.append(tid)
+                continue
+            if tid in untracked:
+                continue
+            t = a.tensor
+            if (t.space is not MemSpace.SBUF and t.space is not MemSpace.PSUM
+                    or t.kind != "tile" or t.placement is not None):
+                untracked.add(tid)
+                continue
+            uses[tid] = 1
+            touched.append(tid)
+            size = t.row_bytes if t.space is MemSpace.SBUF else _psum_bytes(t, bank)
+            sizes[tid] = t.site or tid, t.space, size
+            opens[k].append((t.site or tid, t.space, size, tid))
+        touches.append(tuple(touched))
+    return opens, uses, sizes, touches
 
 
-def memory_demand(instrs: list[Instruction], config: NeuronCoreConfig
+def memory_demand(instrs: list[Instruction], config: NeuronCoreConfig,
+                  tables: _Tables | None = None
                   ) -> tuple[dict[MemSpace, int], dict[object, tuple[MemSpace, int]],
                              dict[MemSpace, int]]:
     """Bytes per partition of SBUF and PSUM the allocator's rings need for ``instrs`` in their
     order (summed as :class:`_Memory` sums them), each allocation site's memory and share, and
-    the most bytes of tiles live at once (what placement by live range needs at least)."""
-    memory = _Memory(instrs, config)
+    the most bytes of tiles live at once (what placement by live range needs at least).
+    ``tables``: a _Memory's of ``instrs``, when the caller has one."""
+    memory = _Memory(instrs, config, tables)
     for k, ins in enumerate(instrs):
         memory.schedule(ins, k)
     return memory.demand, {site: (memory.site_space[site], b)
@@ -227,7 +259,7 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
     # A memory the kernel's own order over-subscribes spills whatever the order: the
     # scheduler may then grow that order's demand by SPILL_TOLERANCE of the capacity (passes.py
     # compares the two streams' spills afterwards)
-    own, _, live = memory_demand(instrs, config)
+    own, _, live = memory_demand(instrs, config, memory.tables)
     for m, cap in memory.capacity.items():
         if live[m] > cap:  # (its tiles live at once do not fit: it spills)
             memory.capacity[m] = own[m] + int(cap * SPILL_TOLERANCE)
