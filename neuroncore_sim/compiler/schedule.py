@@ -95,7 +95,11 @@ class Schedule:
 
 def queue_name(ins: Instruction) -> str:
     """The queue an instruction goes to: its engine name, or "dma" for DMA opcodes."""
-    return DMA_QUEUE if ins.opcode in DMA_OPCODES else ins.engine.value
+    return DMA_QUEUE if ins.opcode in DMA_OPCODES else _ENGINE_NAMES[ins.engine]
+
+
+#: Engine -> its name (``Engine.value`` is a property of the enum: slow in the passes' loops).
+_ENGINE_NAMES = {e: e.value for e in Engine}
 
 
 def instance_streams(instance: int, ip: InstancePlan, hoisted: dict[int, int]
@@ -301,6 +305,9 @@ _HBM_ROW_BUCKETS = 32
 #: chooses the row buckets: above _BUCKET_ABOVE_ROWS, _BUCKET_ROWS rows per bucket, else
 #: ``rows`` rows per bucket
 Region = tuple[int, int, int, int, int, int, int, int]
+#: A tensor's buckets (_LiveAccesses.geometry): rows and columns per bucket, the base of its
+#: bucket keys, its bucket keys ever used (an ordered set) and the row buckets of those keys.
+_Geometry = tuple[int, int, int, dict[int, None], set[int]]
 
 
 def regions(a: Access) -> list[Region]:
@@ -336,48 +343,58 @@ class _LiveAccesses:
     def __init__(self) -> None:
         self.writes: dict[int, list[tuple[int, int, int, int, int]]] = {}
         self.reads: dict[int, list[tuple[int, int, int, int, int]]] = {}
-        #: tensor id -> (rows per bucket, columns per bucket)
-        self.geometry: dict[int, tuple[int, int]] = {}
+        #: tensor id -> (rows per bucket, columns per bucket, its bucket keys' base, and its
+        #: entries of keys_of and row_buckets, at hand)
+        self.geometry: dict[int, _Geometry] = {}
         #: tensor id -> its bucket keys ever used, in first-use order (dict as ordered set)
         self.keys_of: dict[int, dict[int, None]] = {}
         #: tensor id -> the row buckets of its keys
         self.row_buckets: dict[int, set[int]] = {}
 
-    def _geometry(self, region: Region) -> tuple[int, int]:
+    def _geometry(self, region: Region) -> _Geometry:
         tid, rows, cols, block = region[0], region[1], region[2], region[3]
         rsize = _BUCKET_ROWS if rows > _BUCKET_ABOVE_ROWS else max(1, rows)
         csize = block or _BUCKET_COLS
         while csize * (_MAX_BLOCK_BUCKETS if block else _MAX_COL_BUCKETS) < cols:
             csize *= 2
-        g = self.geometry[tid] = (rsize, csize)
-        self.keys_of[tid] = {}
-        self.row_buckets[tid] = set()
+        used = self.keys_of[tid] = {}
+        buckets = self.row_buckets[tid] = set()
+        g = self.geometry[tid] = (rsize, csize, (tid + _TID_BIAS) << _KEY_TID, used, buckets)
         return g
 
     def _keys(self, region: Region) -> list[int]:
         """The bucket keys of a region, recorded as used by its tensor."""
-        tid, _, _, _, r_lo, r_hi, c_lo, c_hi = region
-        g = self.geometry.get(tid)
+        g = self.geometry.get(region[0])
         if g is None:
             g = self._geometry(region)
-        rsize, csize = g
+        return self._bucket_keys(g, *region[4:])
+
+    def _access_keys(self, a: Access) -> list[int]:
+        """:meth:`_keys` of the one region of an access to a tensor that is not directly
+        allocated (the common case, without building the region: speed)."""
+        g = self.geometry.get(a.tensor.id)
+        if g is None:
+            g = self._geometry(regions(a)[0])
+        return self._bucket_keys(g, a.row_lo, a.row_hi, a.col_lo, a.col_hi)
+
+    @staticmethod
+    def _bucket_keys(g: _Geometry, r_lo: int, r_hi: int, c_lo: int, c_hi: int) -> list[int]:
+        rsize, csize, base, used, buckets = g
         rb0, cb0 = r_lo // rsize, c_lo // csize
         rb1 = (r_hi - 1) // rsize if r_hi > r_lo else rb0
         cb1 = (c_hi - 1) // csize if c_hi > c_lo else cb0
-        base = (tid + _TID_BIAS) << _KEY_TID
-        used = self.keys_of[tid]
         if rb0 == rb1 and cb0 == cb1:  # the common case: one bucket
             key = base | (rb0 << _KEY_ROW) | cb0
             if key not in used:
                 used[key] = None
-                self.row_buckets[tid].add(rb0)
+                buckets.add(rb0)
             return [key]
         keys = [base | (rb << _KEY_ROW) | cb
                 for rb in range(rb0, rb1 + 1) for cb in range(cb0, cb1 + 1)]
         for key in keys:
             if key not in used:
                 used[key] = None
-        self.row_buckets[tid].update(range(rb0, rb1 + 1))
+        buckets.update(range(rb0, rb1 + 1))
         return keys
 
     def pop_all(self, tid: int, found: dict[int, int]) -> None:
@@ -421,21 +438,36 @@ class _LiveAccesses:
         """Record a read; RAW edges from the overlapping live writes. Returns their
         producers."""
         hits: list[int] = []
-        for region in regions(a):
-            self._read(region, me, found, hits)
+        if a.tensor.placement is None:  # its one region: the access's bounds
+            self._read_at(self._access_keys(a), (a.row_lo, a.row_hi, a.col_lo, a.col_hi, me),
+                          found, hits)
+        else:
+            for region in regions(a):
+                self._read(region, me, found, hits)
         return hits
 
     def write(self, a: Access, me: int, found: dict[int, int]) -> None:
         """Record a write; WAW/WAR edges from the overlapping live accesses, then drop the
         live accesses it covers."""
-        for region in regions(a):
-            self._write(region, me, found)
+        if a.tensor.placement is None:
+            self._write_at(self._access_keys(a), (a.row_lo, a.row_hi, a.col_lo, a.col_hi, me),
+                           found)
+        else:
+            for region in regions(a):
+                self._write(region, me, found)
 
     def _read(self, region: Region, me: int, found: dict[int, int], hits: list[int]) -> None:
-        _, _, _, _, r_lo, r_hi, c_lo, c_hi = region
-        entry = (r_lo, r_hi, c_lo, c_hi, me)
+        self._read_at(self._keys(region), (*region[4:], me), found, hits)
+
+    def _write(self, region: Region, me: int, found: dict[int, int]) -> None:
+        self._write_at(self._keys(region), (*region[4:], me), found)
+
+    def _read_at(self, keys: list[int], entry: tuple[int, int, int, int, int],
+                 found: dict[int, int], hits: list[int]) -> None:
+        """Record a read of ``entry`` (its bounds and instruction) in the buckets ``keys``."""
+        r_lo, r_hi, c_lo, c_hi, me = entry
         writes, reads = self.writes, self.reads
-        for key in self._keys(region):
+        for key in keys:
             for w_rlo, w_rhi, w_clo, w_chi, j in writes.get(key, ()):
                 if w_rlo < r_hi and r_lo < w_rhi and w_clo < c_hi and c_lo < w_chi and j != me:
                     found[j] = RAW
@@ -446,10 +478,11 @@ class _LiveAccesses:
             else:
                 live.append(entry)
 
-    def _write(self, region: Region, me: int, found: dict[int, int]) -> None:
-        _, _, _, _, r_lo, r_hi, c_lo, c_hi = region
-        entry = (r_lo, r_hi, c_lo, c_hi, me)
-        for key in self._keys(region):
+    def _write_at(self, keys: list[int], entry: tuple[int, int, int, int, int],
+                  found: dict[int, int]) -> None:
+        """Record a write of ``entry`` in the buckets ``keys``."""
+        r_lo, r_hi, c_lo, c_hi, me = entry
+        for key in keys:
             for kind, table in ((WAW, self.writes), (WAR, self.reads)):
                 live = table.get(key)
                 if not live:
