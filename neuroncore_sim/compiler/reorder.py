@@ -61,13 +61,14 @@ class _Memory:
                          MemSpace.PSUM: config.psum_bytes_per_partition}
         # ``tables``: those of another _Memory of the same instructions (read only: shared)
         self.tables = tables if tables is not None else _tables(instrs, config)
-        self.opens, uses, self.sizes, self.touches = self.tables
+        self.opens, uses, self.sizes, self.touches, sites = self.tables
         self.uses = dict(uses)  # tensor id -> instructions still to schedule
-        self.open: dict[object, int] = {}
-        self.peak: dict[object, int] = {}
+        # per site (numbered: _tables), its tiles open now and at most
+        self.open = [0] * len(sites)
+        self.peak = [0] * len(sites)
         self.demand = dict.fromkeys(self.capacity, 0)
-        self.site_bytes: dict[object, int] = {}  # site -> bytes its ring has reached
-        self.site_space: dict[object, MemSpace] = {}
+        self.site_bytes: dict[int, int] = {}  # site number -> bytes its ring has reached
+        self.site_space: dict[int, MemSpace] = {}
         # bytes of the tiles open now and at most (placement by live range needs no more)
         self.live = dict.fromkeys(self.capacity, 0)
         self.live_peak = dict.fromkeys(self.capacity, 0)
@@ -76,7 +77,7 @@ class _Memory:
         """Whether opening instruction ``k``'s new tiles keeps every memory within capacity."""
         extra = dict.fromkeys(self.capacity, 0)
         for site, space, size, _ in self.opens[k]:
-            if self.open.get(site, 0) + 1 > self.peak.get(site, 0):
+            if self.open[site] + 1 > self.peak[site]:
                 extra[space] += size
         return all(not extra[m] or self.demand[m] + extra[m] <= self.capacity[m]
                    for m in extra)
@@ -85,8 +86,8 @@ class _Memory:
         for site, space, size, _ in self.opens[k]:
             self.live[space] += size
             self.live_peak[space] = max(self.live_peak[space], self.live[space])
-            n = self.open[site] = self.open.get(site, 0) + 1
-            if n > self.peak.get(site, 0):
+            n = self.open[site] = self.open[site] + 1
+            if n > self.peak[site]:
                 self.peak[site] = n
                 self.demand[space] += size
                 self.site_bytes[site] = self.site_bytes.get(site, 0) + size
@@ -100,20 +101,23 @@ class _Memory:
                 self.live[space] -= size
 
 
-#: What a _Memory reads of its instructions: per instruction the tiles it opens (site, memory,
-#: bytes, tensor id); per tensor id its uses; per tensor id its site, memory and bytes; per
-#: instruction the tensor ids of its tracked accesses (one per access).
-_Tables = tuple[list[list[tuple[object, MemSpace, int, int]]], dict[int, int],
-                dict[int, tuple[object, MemSpace, int]], list[tuple[int, ...]]]
+#: What a _Memory reads of its instructions: per instruction the tiles it opens (site number,
+#: memory, bytes, tensor id); per tensor id its uses; per tensor id its site number, memory and
+#: bytes; per instruction the tensor ids of its tracked accesses (one per access); the sites
+#: (``TensorDecl.site``, or the tensor id without one), by number.
+_Tables = tuple[list[list[tuple[int, MemSpace, int, int]]], dict[int, int],
+                dict[int, tuple[int, MemSpace, int]], list[tuple[int, ...]], list[object]]
 
 
 def _tables(instrs: list[Instruction], config: NeuronCoreConfig) -> _Tables:
     """The tables of a :class:`_Memory` of ``instrs``: the tiles are looked up once here (per
-    tensor, not per access), not at every ``schedule()`` (speed)."""
+    tensor, not per access), not at every ``schedule()``, and the sites are numbered (a
+    SourceLoc hashes slowly) (speed)."""
     bank = config.psum_bank_bytes
-    opens: list[list[tuple[object, MemSpace, int, int]]] = [[] for _ in instrs]
+    opens: list[list[tuple[int, MemSpace, int, int]]] = [[] for _ in instrs]
     uses: dict[int, int] = {}
-    sizes: dict[int, tuple[object, MemSpace, int]] = {}
+    sizes: dict[int, tuple[int, MemSpace, int]] = {}
+    numbers: dict[object, int] = {}  # site -> its number
     touches: list[tuple[int, ...]] = []
     untracked: set[int] = set()  # HBM tensors, directly allocated tiles
     for k, ins in enumerate(instrs):
@@ -135,10 +139,11 @@ def _tables(instrs: list[Instruction], config: NeuronCoreConfig) -> _Tables:
             uses[tid] = 1
             touched.append(tid)
             size = t.row_bytes if t.space is MemSpace.SBUF else _psum_bytes(t, bank)
-            sizes[tid] = t.site or tid, t.space, size
-            opens[k].append((t.site or tid, t.space, size, tid))
+            site = numbers.setdefault(t.site or tid, len(numbers))
+            sizes[tid] = site, t.space, size
+            opens[k].append((site, t.space, size, tid))
         touches.append(tuple(touched))
-    return opens, uses, sizes, touches
+    return opens, uses, sizes, touches, list(numbers)
 
 
 def memory_demand(instrs: list[Instruction], config: NeuronCoreConfig,
@@ -152,7 +157,8 @@ def memory_demand(instrs: list[Instruction], config: NeuronCoreConfig,
     memory = _Memory(instrs, config, tables)
     for k, ins in enumerate(instrs):
         memory.schedule(ins, k)
-    return memory.demand, {site: (memory.site_space[site], b)
+    sites = memory.tables[4]
+    return memory.demand, {sites[site]: (memory.site_space[site], b)
                            for site, b in memory.site_bytes.items()}, memory.live_peak
 
 
