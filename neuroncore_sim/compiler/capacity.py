@@ -141,8 +141,13 @@ def plan_buffers(instrs: list[Instruction], config: NeuronCoreConfig,
                         decls[key] = t
                     last[key] = i
     sites: dict[tuple[object, ...], list[int]] = {}
+    of_tensor: dict[int, list[int]] = {}  # tensor id -> its site's list (a key made per tensor)
     for key in first:  # insertion order = order of first use
-        sites.setdefault(_site_key(decls[key]), []).append(key)
+        t = decls[key]
+        keys = of_tensor.get(t.id)
+        if keys is None:
+            keys = of_tensor[t.id] = sites.setdefault(_site_key(t), [])
+        keys.append(key)
     rings = [_ring(keys, decls, first, last, config) for keys in sites.values()]
     placed_bytes = _placed_bytes(placed.values(), config)
     rings, over = _fit(rings, config, placed_bytes)
@@ -188,18 +193,22 @@ def _ring(tids: list[int], decls: dict[int, TensorDecl], first: dict[int, int],
         heapq.heappush(live, last[tid])
         live_max = max(live_max, len(live))
     t0 = decls[tids[0]]
-    row_bytes = max(tile_bytes(decls[t]) for t in tids)
+    # A block tensor's blocks are tiles of one generation: the allocator rotates
+    # loop_tile_buffers generations of them, as it rotates plain tiles (so the next iteration's
+    # blocks can load while this one's are read).
+    generation: dict[int, int] = {}  # tensor id -> its tiles here
+    row_bytes = 0
+    for tid in tids:
+        t = decls[tid]
+        n = generation.get(t.id)
+        if n is None:  # (tile bytes once per tensor)
+            row_bytes = max(row_bytes, tile_bytes(t))
+        generation[t.id] = (n or 0) + 1
     if t0.space is MemSpace.PSUM:
         slot = math.ceil(row_bytes / config.psum_bank_bytes) * config.psum_bank_bytes
     else:
         slot = row_bytes
     site = str(t0.site) if t0.site is not None else f"tensor {t0.name}"
-    # A block tensor's blocks are tiles of one generation: the allocator rotates
-    # loop_tile_buffers generations of them, as it rotates plain tiles (so the next iteration's
-    # blocks can load while this one's are read).
-    generation: dict[int, int] = {}
-    for tid in tids:
-        generation[decls[tid].id] = generation.get(decls[tid].id, 0) + 1
     buffers = min(len(tids), max(config.loop_tile_buffers * max(generation.values()), live_max))
     return BufferRing(site, t0.space, len(tids), live_max, buffers, slot)
 

@@ -183,8 +183,10 @@ def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
     #: carry all its slot's waits to every reader. DMAs (issued out of order) get them all.
     slot_waits_for: dict[tuple[int, str], list[tuple[int, int]]] = {}
     placed_writes = 0
+    hbm = MemSpace.HBM
     for ins in instrs:
         me, q = ins.id, queue_name(ins)
+        on_dma = q == DMA_QUEUE
         queue_of[me] = q
         found: dict[int, int] = {}
         for key in first_use.pop(me, ()):  # the tile's slot was used by an earlier tile
@@ -207,14 +209,14 @@ def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
         # overwrite the old tile while it is still being read.
         if slot_waits:
             delivered: list[tuple[int, str]] = []
-            for a, _ in ins.accesses():
+            for a in (*ins.srcs.values(), *ins.dsts.values()):
                 tid = a.tensor.id
                 per = split.get(tid)
                 for key in (access_keys(a, per) if per else (tid,)):
                     waits = slot_waits.get(key)
                     if not waits:
                         continue
-                    if q == DMA_QUEUE:
+                    if on_dma:
                         items = waits.items()
                     else:
                         items = slot_waits_for.get((key, q))
@@ -226,25 +228,28 @@ def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
                         found[j] = min(found.get(j, k), k)
             for kq in delivered:  # met for the queue's later instructions
                 slot_waits_for[kq] = []
+        matmul = ins.opcode is Opcode.NC_MATMUL
         stationary: list[int] = []
         for role, a in ins.srcs.items():
-            if a.tensor.space is MemSpace.HBM and a.tensor.id not in written:
+            if a.tensor.space is hbm and a.tensor.id not in written:
                 continue  # an input, never written: its reads conflict with nothing, not kept
             hits = live.read(a, me, found)
-            if role == "stationary" and ins.opcode is Opcode.NC_MATMUL:
+            if matmul and role == "stationary":
                 stationary = hits
-        if ins.opcode is Opcode.NC_MATMUL and ins.attrs.get("accumulate"):
+        if matmul and ins.attrs.get("accumulate"):
             live.read(ins.out, me, found)
         for a in ins.dsts.values():
             live.write(a, me, found)
-            version[a.tensor.id] = version.get(a.tensor.id, 0) + 1
+            tid = a.tensor.id
+            version[tid] = version.get(tid, 0) + 1
             if a.tensor.placement is not None:  # may overwrite another placed tile's memory
                 placed_writes += 1
-        if q != DMA_QUEUE:  # same in-order engine: only RAW needs an edge
-            found = {j: k for j, k in found.items() if k == RAW or queue_of[j] != q}
         if found:
-            deps.add(me, found)
-        if ins.opcode is Opcode.NC_MATMUL:
+            if not on_dma:  # same in-order engine: only RAW needs an edge
+                found = {j: k for j, k in found.items() if k == RAW or queue_of[j] != q}
+            if found:
+                deps.add(me, found)
+        if matmul:
             st = ins.srcs["stationary"]
             key = (st.tensor.id, st.offset, st.pattern, version.get(st.tensor.id, 0),
                    placed_writes if st.tensor.placement is not None else 0)
@@ -252,7 +257,7 @@ def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
                 ls_skip.append(me)
             last_stationary = key
             ls_deps[me] = tuple(sorted(set(stationary)))
-        elif ins.engine is Engine.TENSOR and q != DMA_QUEUE:
+        elif ins.engine is Engine.TENSOR and not on_dma:
             last_stationary = None  # a TensorE transpose replaces the array's contents
     return deps, ls_deps, ls_skip
 
