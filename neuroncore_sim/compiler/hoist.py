@@ -38,14 +38,18 @@ def _dtype_str(dt: object, names: dict[int, tuple[object, str]]) -> str:
     return found[1]
 
 
-def _key(ins: Instruction, names: dict[int, tuple[object, str]]) -> tuple | None:
-    """What makes two instructions compute the same values, or None if not comparable."""
+def _key(ins: Instruction, names: dict[int, tuple[object, str]],
+         attr_keys: dict[int, tuple[dict, tuple | None]]) -> tuple | None:
+    """What makes two instructions compute the same values, or None if not comparable.
+    ``attr_keys``: id of an attrs dict -> (the dict, its key), one per pass (instructions with
+    equal attrs share one dict: layout.shared_attrs)."""
     if ins.mask is not None or not ins.loops or ins.engine not in _ENGINES:
         return None
-    try:
-        attrs = tuple(sorted(ins.attrs.items()))
-        hash(attrs)
-    except TypeError:  # array-valued attributes: never compared
+    known = attr_keys.get(id(ins.attrs))
+    if known is None or known[0] is not ins.attrs:
+        known = attr_keys[id(ins.attrs)] = (ins.attrs, _attrs_key(ins.attrs))
+    attrs = known[1]
+    if attrs is None:
         return None
     srcs = tuple(sorted((role, a.tensor.id, a.offset, a.pattern, _dtype_str(a.dtype, names))
                         for role, a in ins.srcs.items()))
@@ -55,6 +59,16 @@ def _key(ins: Instruction, names: dict[int, tuple[object, str]]) -> tuple | None
     return (ins.opcode, ins.engine, attrs, srcs, dsts, outer)
 
 
+def _attrs_key(attrs: dict[str, object]) -> tuple | None:
+    """The attributes as a comparable key; None when one is not hashable (an array)."""
+    try:
+        key = tuple(sorted(attrs.items()))
+        hash(key)
+    except TypeError:  # array-valued attributes: never compared
+        return None
+    return key
+
+
 def loop_invariant(instructions: Iterable[Instruction]) -> dict[int, int]:
     """The instructions that repeat an earlier one of the same loop with unchanged inputs
     (see the module docstring): repeat id -> id of the first computation, whose result the
@@ -62,9 +76,10 @@ def loop_invariant(instructions: Iterable[Instruction]) -> dict[int, int]:
     version: dict[int, int] = {}  # tensor id -> writes so far
     seen: dict[tuple, tuple[tuple[int, ...], int]] = {}  # key -> (source versions, first id)
     names: dict[int, tuple[object, str]] = {}
+    attr_keys: dict[int, tuple[dict, tuple | None]] = {}
     out: dict[int, int] = {}
     for ins in instructions:
-        key = _key(ins, names) if ins.opcode is not Opcode.NC_MATMUL else None
+        key = _key(ins, names, attr_keys) if ins.opcode is not Opcode.NC_MATMUL else None
         if key is not None and all(version.get(a.tensor.id, 0) == 0 for a in ins.dsts.values()):
             versions = tuple(version.get(a.tensor.id, 0) for a in ins.srcs.values())
             first = seen.get(key)

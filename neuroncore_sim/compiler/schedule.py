@@ -174,14 +174,14 @@ def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
     split = plan.split
     #: tile key -> the accesses of its slot's previous occupant (dependency kind per instruction)
     slot_waits: dict[int, dict[int, int]] = {}
-    #: (tile key, compute queue) -> the slot waits its next access on that queue still needs.
+    #: tile key -> compute queue -> the slot waits its next access on that queue still needs.
     #: On the queue itself only RAW edges are kept, and a slot wait is never RAW nor changes a
     #: RAW found elsewhere (kinds merge by min), so the waits on the queue's own instructions
     #: are dropped. And only the first instruction of an in-order queue that touches the tile
     #: gets them: the later ones start after it started, when they are already met (their
     #: start cannot move, nor what delayed it). A tile read thousands of times would otherwise
     #: carry all its slot's waits to every reader. DMAs (issued out of order) get them all.
-    slot_waits_for: dict[tuple[int, str], list[tuple[int, int]]] = {}
+    slot_waits_for: dict[int, dict[str, list[tuple[int, int]]]] = {}
     placed_writes = 0
     hbm = MemSpace.HBM
     for ins in instrs:
@@ -208,7 +208,7 @@ def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
         # only the first: a tile filled by several DMAs (dataflow, unordered) would otherwise
         # overwrite the old tile while it is still being read.
         if slot_waits:
-            delivered: list[tuple[int, str]] = []
+            delivered: list[int] = []
             for a in (*ins.srcs.values(), *ins.dsts.values()):
                 tid = a.tensor.id
                 per = split.get(tid)
@@ -219,15 +219,18 @@ def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
                     if on_dma:
                         items = waits.items()
                     else:
-                        items = slot_waits_for.get((key, q))
+                        per_queue = slot_waits_for.get(key)
+                        if per_queue is None:
+                            per_queue = slot_waits_for[key] = {}
+                        items = per_queue.get(q)
                         if items is None:
-                            items = slot_waits_for[key, q] = [
+                            items = per_queue[q] = [
                                 (j, k) for j, k in waits.items() if queue_of[j] != q]
-                            delivered.append((key, q))
+                            delivered.append(key)
                     for j, k in items:
                         found[j] = min(found.get(j, k), k)
-            for kq in delivered:  # met for the queue's later instructions
-                slot_waits_for[kq] = []
+            for key in delivered:  # met for the queue's later instructions
+                slot_waits_for[key][q] = []
         matmul = ins.opcode is Opcode.NC_MATMUL
         stationary: list[int] = []
         for role, a in ins.srcs.items():
@@ -263,15 +266,11 @@ def _hazards(instrs: list[Instruction], prev_occupant: dict[int, int],
 
 
 def _set_slot_waits(slot_waits: dict[int, dict[int, int]],
-                    slot_waits_for: dict[tuple[int, str], list[tuple[int, int]]], key: int,
+                    slot_waits_for: dict[int, dict[str, list[tuple[int, int]]]], key: int,
                     waits: dict[int, int]) -> None:
     """Tile ``key`` waits for ``waits`` (its memory's previous holders), on every queue anew."""
     slot_waits[key] = waits
-    for q in _COMPUTE_QUEUES:
-        slot_waits_for.pop((key, q), None)
-
-
-_COMPUTE_QUEUES = tuple(e.value for e in Engine if e is not Engine.DMA)
+    slot_waits_for.pop(key, None)
 
 #: Live accesses are indexed by buckets of rows and columns of their tensor, so that an access
 #: scans only the live accesses near it, whatever the kernel's pattern (an HBM output written
