@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Iterable, MutableMapping
 
+from ..dtypes import dtype_str
 from ..program.ir import Engine, Instruction, Opcode
 
 #: Engines whose instructions may be hoisted (TensorE and DMA keep their cost: their repeats
@@ -29,17 +30,7 @@ from ..program.ir import Engine, Instruction, Opcode
 _ENGINES = frozenset({Engine.VECTOR, Engine.SCALAR, Engine.GPSIMD})
 
 
-def _dtype_str(dt: object, names: dict[int, tuple[object, str]]) -> str:
-    """``str(dt)``, remembered in ``names`` (id -> (dtype, its string); one dict per pass:
-    numpy builds the string anew at every call, and a kernel has a few dtype objects)."""
-    found = names.get(id(dt))
-    if found is None or found[0] is not dt:
-        found = names[id(dt)] = (dt, str(dt))
-    return found[1]
-
-
-def _key(ins: Instruction, names: dict[int, tuple[object, str]],
-         attr_keys: dict[int, tuple[dict, tuple | None]]) -> tuple | None:
+def _key(ins: Instruction, attr_keys: dict[int, tuple[dict, tuple | None]]) -> tuple | None:
     """What makes two instructions compute the same values, or None if not comparable.
     ``attr_keys``: id of an attrs dict -> (the dict, its key), one per pass (instructions with
     equal attrs share one dict: layout.shared_attrs)."""
@@ -51,10 +42,10 @@ def _key(ins: Instruction, names: dict[int, tuple[object, str]],
     attrs = known[1]
     if attrs is None:
         return None
-    srcs = tuple(sorted((role, a.tensor.id, a.offset, a.pattern, _dtype_str(a.dtype, names))
-                        for role, a in ins.srcs.items()))
-    dsts = tuple(sorted((role, a.offset, a.pattern, _dtype_str(a.dtype, names))
-                        for role, a in ins.dsts.items()))
+    srcs = tuple(sorted([(role, a.tensor.id, a.offset, a.pattern, dtype_str(a.dtype))
+                         for role, a in ins.srcs.items()]))
+    dsts = tuple(sorted([(role, a.offset, a.pattern, dtype_str(a.dtype))
+                         for role, a in ins.dsts.items()]))
     outer = ins.loops[:-1] + (ins.loops[-1][0],)  # same outer iterations, same innermost loop
     return (ins.opcode, ins.engine, attrs, srcs, dsts, outer)
 
@@ -75,12 +66,14 @@ def loop_invariant(instructions: Iterable[Instruction]) -> dict[int, int]:
     compiler keeps."""
     version: dict[int, int] = {}  # tensor id -> writes so far
     seen: dict[tuple, tuple[tuple[int, ...], int]] = {}  # key -> (source versions, first id)
-    names: dict[int, tuple[object, str]] = {}
     attr_keys: dict[int, tuple[dict, tuple | None]] = {}
     out: dict[int, int] = {}
     for ins in instructions:
-        key = _key(ins, names, attr_keys) if ins.opcode is not Opcode.NC_MATMUL else None
-        if key is not None and all(version.get(a.tensor.id, 0) == 0 for a in ins.dsts.values()):
+        # (its output fresh first: cheaper than the key)
+        fresh = ins.opcode is not Opcode.NC_MATMUL and not any(
+            [a.tensor.id in version for a in ins.dsts.values()])
+        key = _key(ins, attr_keys) if fresh else None
+        if key is not None:
             versions = tuple(version.get(a.tensor.id, 0) for a in ins.srcs.values())
             first = seen.get(key)
             if first is not None and first[0] == versions:
