@@ -87,13 +87,15 @@ def loop_invariant(instructions: Iterable[Instruction]) -> dict[int, int]:
 
 def read_first_results(deps: MutableMapping[int, tuple[tuple[int, int], ...]],
                        ls_deps: dict[int, tuple[int, ...]], origin: dict[int, int],
-                       raw: int) -> None:
+                       raw: int, only: Iterable[int] | None = None) -> None:
     """The readers of a loop-invariant repeat read the first computation's result, which the
     compiler keeps: their RAW edges go to it, and the repeat, which is no instruction on the
     hardware, orders nothing (its own edges and the WAR / WAW edges of its output are
     dropped; it stays in its queue as a zero-length marker that waits for nothing). ``raw`` is
-    the schedule's RAW edge kind; edited in place."""
-    for iid in list(deps):
+    the schedule's RAW edge kind; edited in place. ``only``: the ids of ``deps`` that are
+    repeats or have a repeat among their producers, when the caller knows them (the others
+    are left as they are: looking at every instruction's edges is slow)."""
+    for iid in list(deps) if only is None else only:
         if iid in origin:
             deps[iid] = ()
             continue
