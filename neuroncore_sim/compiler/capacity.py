@@ -97,12 +97,13 @@ class BufferPlan:
 
 
 def plan_buffers(instrs: list[Instruction], config: NeuronCoreConfig,
-                 psum_planned: bool = False) -> BufferPlan:
+                 psum_planned: bool = False, psum_probe: bool = False) -> BufferPlan:
     """The buffer rings of one instance's instructions (see the module docstring), and the
     placement and spill plans of the memories over-subscribed at the rings' live maxima.
 
     Args:
         psum_planned: PSUM was placed already (the caller inserted its spills): no PSUM plan.
+        psum_probe: the PSUM plan stops at its first spill save or reload (``partial``).
 
     Raises:
         CapacityError: an instruction's own tiles do not fit in SBUF or PSUM.
@@ -165,7 +166,7 @@ def plan_buffers(instrs: list[Instruction], config: NeuronCoreConfig,
         psum_spill = plan_spills(instrs, split, decls, last,
                                  _capacity(ps, config, placed_bytes),
                                  lambda t: math.ceil(tile_bytes(t) / bank) * bank,
-                                 placed_bytes[ps], ps)
+                                 placed_bytes[ps], ps, stop_at_move=psum_probe)
     return BufferPlan(tuple(rings), tuple(tuple(t) for t in sites.values()), first, last,
                       split, decls, spill, psum_spill,
                       _capacity(MemSpace.SBUF, config, placed_bytes))

@@ -102,18 +102,22 @@ def _reordered_or_kept(reordered: list[Instruction], kept: list[Instruction],
     compiler weighs its schedule against memory; assumption, docs/model.md): then the plan of
     ``kept``. The kernel's order is planned only when the interleaved stream spills at all
     (the plan not taken leaves unused ids: harmless gaps)."""
-    first = plan_buffers(reordered, config)
+    first = plan_buffers(reordered, config, psum_probe=last)
     kept_first = None
     if (last and first.psum_spill is not None and _moved(first.psum_spill)
             and config.psum_bytes_per_partition <= first.room):
         # Speed (same result): the interleaved stream moves PSUM bytes already, so a kernel
         # order that needs no placement by live range (no spills, no ids) is taken whatever
-        # the interleaved SBUF plan would add; that plan, the costliest part, is not made.
-        # It could only have taken ids, which no later instance asks for (``last``), or
-        # raised for a PSUM spill copy's SBUF tile, which fits in ``room``.
+        # the rest of the interleaved plan would add; that plan, the costliest part, is not
+        # made (its PSUM part stopped at the first move: ``psum_probe``). It could only have
+        # taken ids, which no later instance asks for (``last``), or raised: for a PSUM spill
+        # copy's SBUF tile, which fits in ``room``, or for an instruction's own tiles, which
+        # fit in the kernel's order.
         kept_first = plan_buffers(kept, config)
         if kept_first.spill is None and kept_first.psum_spill is None:
             return plan_instance(kept, config, ids, kept_first)
+    if first.psum_spill is not None and first.psum_spill.partial:
+        first = plan_buffers(reordered, config)  # (the whole PSUM plan after all)
     ip = plan_instance(reordered, config, ids, first)
     spilled = _spilled(ip)
     if spilled:
