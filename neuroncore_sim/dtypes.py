@@ -72,6 +72,22 @@ def _dtype_name(dt: np.dtype) -> str:
 _KNOWN = {id(dt): (dt, _dtype_name(dt)) for dt in BY_NAME.values()}
 
 
+def dtype_str(dt: np.dtype) -> str:
+    """``str(dt)``, remembered per dtype object: numpy builds the string anew at every call
+    (the compile passes key thousands of operands by it), and a kernel has a few dtype
+    objects."""
+    known = _STRS.get(id(dt))
+    if known is None or known[0] is not dt:
+        if len(_STRS) >= 256:  # (dtype objects made on the fly: keep the table small)
+            _STRS.clear()
+        known = _STRS[id(dt)] = (dt, str(dt))
+    return known[1]
+
+
+#: id -> (dtype, str) for dtype_str (by identity, as _KNOWN).
+_STRS: dict[int, tuple[np.dtype, str]] = {}
+
+
 def to_dtype(value: object, what: str = "dtype") -> np.dtype:
     """Normalise anything a user may pass as a dtype into one of the NKI numpy dtypes.
 

@@ -27,10 +27,14 @@ def collect_outputs(tr: _tracer.Tracer, executor: PipelinedExecutor | Executor |
              user_arrays: dict[int, np.ndarray], def_loc: str | None) -> tuple[Any, ...]:
     """Outputs: the returned tensors' values; written argument arrays are updated in place.
     ``def_loc`` (the kernel's ``def`` line) locates a bad return value."""
-    # Only argument arrays can need the written-tensor set; skip the scan otherwise (large
-    # programs record tens of thousands of instructions).
-    written = {a.tensor.id for ins in tr.program.instructions for a in ins.dsts.values()
-               if a.tensor.id in user_arrays} if user_arrays else set()
+    items = returned if isinstance(returned, (tuple, list)) else (
+        () if returned is None else (returned,))
+    # Only argument arrays can need the written-tensor set, and only when there are values to
+    # copy back or nothing is returned; skip the scan otherwise (large programs record tens of
+    # thousands of instructions).
+    written = ({a.tensor.id for ins in tr.program.instructions for a in ins.dsts.values()
+                if a.tensor.id in user_arrays}
+               if user_arrays and (executor is not None or not items) else set())
     taken: dict[int, np.ndarray] = {}
 
     def values(decl):  # the end of the launch: storage is handed over, copied only if repeated
@@ -43,8 +47,6 @@ def collect_outputs(tr: _tracer.Tracer, executor: PipelinedExecutor | Executor |
         for tid, arr in user_arrays.items():
             if tid in written:
                 np.copyto(arr, values(tr.program.tensors[tid]), casting="unsafe")
-    items = returned if isinstance(returned, (tuple, list)) else (
-        () if returned is None else (returned,))
     outs: list[Any] = []
     for item in items:
         if isinstance(item, NkiTensor):

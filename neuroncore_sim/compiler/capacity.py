@@ -81,6 +81,8 @@ class BufferPlan:
             ``psum_spill`` is set (the caller plans SBUF again with the PSUM spill copies).
         psum_spill: the same for PSUM (spills go to SBUF); None when PSUM fits in its rings
             or was planned already (``plan_buffers(..., psum_planned=True)``).
+        room: SBUF bytes per partition left to compiler-managed tiles (what directly
+            allocated tiles leave of the usable SBUF).
     """
 
     rings: tuple[BufferRing, ...]
@@ -91,15 +93,17 @@ class BufferPlan:
     decls: dict[int, TensorDecl]
     spill: SpillPlan | None = None
     psum_spill: SpillPlan | None = None
+    room: int = 0
 
 
 def plan_buffers(instrs: list[Instruction], config: NeuronCoreConfig,
-                 psum_planned: bool = False) -> BufferPlan:
+                 psum_planned: bool = False, psum_probe: bool = False) -> BufferPlan:
     """The buffer rings of one instance's instructions (see the module docstring), and the
     placement and spill plans of the memories over-subscribed at the rings' live maxima.
 
     Args:
         psum_planned: PSUM was placed already (the caller inserted its spills): no PSUM plan.
+        psum_probe: the PSUM plan stops at its first spill save or reload (``partial``).
 
     Raises:
         CapacityError: an instruction's own tiles do not fit in SBUF or PSUM.
@@ -138,8 +142,13 @@ def plan_buffers(instrs: list[Instruction], config: NeuronCoreConfig,
                         decls[key] = t
                     last[key] = i
     sites: dict[tuple[object, ...], list[int]] = {}
+    of_tensor: dict[int, list[int]] = {}  # tensor id -> its site's list (a key made per tensor)
     for key in first:  # insertion order = order of first use
-        sites.setdefault(_site_key(decls[key]), []).append(key)
+        t = decls[key]
+        keys = of_tensor.get(t.id)
+        if keys is None:
+            keys = of_tensor[t.id] = sites.setdefault(_site_key(t), [])
+        keys.append(key)
     rings = [_ring(keys, decls, first, last, config) for keys in sites.values()]
     placed_bytes = _placed_bytes(placed.values(), config)
     rings, over = _fit(rings, config, placed_bytes)
@@ -157,9 +166,10 @@ def plan_buffers(instrs: list[Instruction], config: NeuronCoreConfig,
         psum_spill = plan_spills(instrs, split, decls, last,
                                  _capacity(ps, config, placed_bytes),
                                  lambda t: math.ceil(tile_bytes(t) / bank) * bank,
-                                 placed_bytes[ps], ps)
+                                 placed_bytes[ps], ps, stop_at_move=psum_probe)
     return BufferPlan(tuple(rings), tuple(tuple(t) for t in sites.values()), first, last,
-                      split, decls, spill, psum_spill)
+                      split, decls, spill, psum_spill,
+                      _capacity(MemSpace.SBUF, config, placed_bytes))
 
 
 def _capacity(space: MemSpace, config: NeuronCoreConfig, placed: dict[MemSpace, int]) -> int:
@@ -184,18 +194,22 @@ def _ring(tids: list[int], decls: dict[int, TensorDecl], first: dict[int, int],
         heapq.heappush(live, last[tid])
         live_max = max(live_max, len(live))
     t0 = decls[tids[0]]
-    row_bytes = max(tile_bytes(decls[t]) for t in tids)
+    # A block tensor's blocks are tiles of one generation: the allocator rotates
+    # loop_tile_buffers generations of them, as it rotates plain tiles (so the next iteration's
+    # blocks can load while this one's are read).
+    generation: dict[int, int] = {}  # tensor id -> its tiles here
+    row_bytes = 0
+    for tid in tids:
+        t = decls[tid]
+        n = generation.get(t.id)
+        if n is None:  # (tile bytes once per tensor)
+            row_bytes = max(row_bytes, tile_bytes(t))
+        generation[t.id] = (n or 0) + 1
     if t0.space is MemSpace.PSUM:
         slot = math.ceil(row_bytes / config.psum_bank_bytes) * config.psum_bank_bytes
     else:
         slot = row_bytes
     site = str(t0.site) if t0.site is not None else f"tensor {t0.name}"
-    # A block tensor's blocks are tiles of one generation: the allocator rotates
-    # loop_tile_buffers generations of them, as it rotates plain tiles (so the next iteration's
-    # blocks can load while this one's are read).
-    generation: dict[int, int] = {}
-    for tid in tids:
-        generation[decls[tid].id] = generation.get(decls[tid].id, 0) + 1
     buffers = min(len(tids), max(config.loop_tile_buffers * max(generation.values()), live_max))
     return BufferRing(site, t0.space, len(tids), live_max, buffers, slot)
 

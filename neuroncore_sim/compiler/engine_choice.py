@@ -63,7 +63,7 @@ def scalar_can_run(ins: Instruction, config: NeuronCoreConfig) -> bool:
         return _n(ins) >= config.min_ii_cycles
     if not ins.attrs.get(ENGINE_PICKED):
         return False
-    floats = all(is_float(a.dtype) for a, _ in ins.accesses())
+    floats = all(is_float(a.dtype) for a in (*ins.srcs.values(), *ins.dsts.values()))
     if ins.opcode is Opcode.TENSOR_COPY:
         return floats
     if ins.opcode is Opcode.TENSOR_SCALAR:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Iterable, MutableMapping
 
+from ..dtypes import dtype_str
 from ..program.ir import Engine, Instruction, Opcode
 
 #: Engines whose instructions may be hoisted (TensorE and DMA keep their cost: their repeats
@@ -29,30 +30,34 @@ from ..program.ir import Engine, Instruction, Opcode
 _ENGINES = frozenset({Engine.VECTOR, Engine.SCALAR, Engine.GPSIMD})
 
 
-def _dtype_str(dt: object, names: dict[int, tuple[object, str]]) -> str:
-    """``str(dt)``, remembered in ``names`` (id -> (dtype, its string); one dict per pass:
-    numpy builds the string anew at every call, and a kernel has a few dtype objects)."""
-    found = names.get(id(dt))
-    if found is None or found[0] is not dt:
-        found = names[id(dt)] = (dt, str(dt))
-    return found[1]
-
-
-def _key(ins: Instruction, names: dict[int, tuple[object, str]]) -> tuple | None:
-    """What makes two instructions compute the same values, or None if not comparable."""
+def _key(ins: Instruction, attr_keys: dict[int, tuple[dict, tuple | None]]) -> tuple | None:
+    """What makes two instructions compute the same values, or None if not comparable.
+    ``attr_keys``: id of an attrs dict -> (the dict, its key), one per pass (instructions with
+    equal attrs share one dict: layout.shared_attrs)."""
     if ins.mask is not None or not ins.loops or ins.engine not in _ENGINES:
         return None
-    try:
-        attrs = tuple(sorted(ins.attrs.items()))
-        hash(attrs)
-    except TypeError:  # array-valued attributes: never compared
+    known = attr_keys.get(id(ins.attrs))
+    if known is None or known[0] is not ins.attrs:
+        known = attr_keys[id(ins.attrs)] = (ins.attrs, _attrs_key(ins.attrs))
+    attrs = known[1]
+    if attrs is None:
         return None
-    srcs = tuple(sorted((role, a.tensor.id, a.offset, a.pattern, _dtype_str(a.dtype, names))
-                        for role, a in ins.srcs.items()))
-    dsts = tuple(sorted((role, a.offset, a.pattern, _dtype_str(a.dtype, names))
-                        for role, a in ins.dsts.items()))
+    srcs = tuple(sorted([(role, a.tensor.id, a.offset, a.pattern, dtype_str(a.dtype))
+                         for role, a in ins.srcs.items()]))
+    dsts = tuple(sorted([(role, a.offset, a.pattern, dtype_str(a.dtype))
+                         for role, a in ins.dsts.items()]))
     outer = ins.loops[:-1] + (ins.loops[-1][0],)  # same outer iterations, same innermost loop
     return (ins.opcode, ins.engine, attrs, srcs, dsts, outer)
+
+
+def _attrs_key(attrs: dict[str, object]) -> tuple | None:
+    """The attributes as a comparable key; None when one is not hashable (an array)."""
+    try:
+        key = tuple(sorted(attrs.items()))
+        hash(key)
+    except TypeError:  # array-valued attributes: never compared
+        return None
+    return key
 
 
 def loop_invariant(instructions: Iterable[Instruction]) -> dict[int, int]:
@@ -61,11 +66,14 @@ def loop_invariant(instructions: Iterable[Instruction]) -> dict[int, int]:
     compiler keeps."""
     version: dict[int, int] = {}  # tensor id -> writes so far
     seen: dict[tuple, tuple[tuple[int, ...], int]] = {}  # key -> (source versions, first id)
-    names: dict[int, tuple[object, str]] = {}
+    attr_keys: dict[int, tuple[dict, tuple | None]] = {}
     out: dict[int, int] = {}
     for ins in instructions:
-        key = _key(ins, names) if ins.opcode is not Opcode.NC_MATMUL else None
-        if key is not None and all(version.get(a.tensor.id, 0) == 0 for a in ins.dsts.values()):
+        # (its output fresh first: cheaper than the key)
+        fresh = ins.opcode is not Opcode.NC_MATMUL and not any(
+            [a.tensor.id in version for a in ins.dsts.values()])
+        key = _key(ins, attr_keys) if fresh else None
+        if key is not None:
             versions = tuple(version.get(a.tensor.id, 0) for a in ins.srcs.values())
             first = seen.get(key)
             if first is not None and first[0] == versions:
@@ -79,13 +87,15 @@ def loop_invariant(instructions: Iterable[Instruction]) -> dict[int, int]:
 
 def read_first_results(deps: MutableMapping[int, tuple[tuple[int, int], ...]],
                        ls_deps: dict[int, tuple[int, ...]], origin: dict[int, int],
-                       raw: int) -> None:
+                       raw: int, only: Iterable[int] | None = None) -> None:
     """The readers of a loop-invariant repeat read the first computation's result, which the
     compiler keeps: their RAW edges go to it, and the repeat, which is no instruction on the
     hardware, orders nothing (its own edges and the WAR / WAW edges of its output are
     dropped; it stays in its queue as a zero-length marker that waits for nothing). ``raw`` is
-    the schedule's RAW edge kind; edited in place."""
-    for iid in list(deps):
+    the schedule's RAW edge kind; edited in place. ``only``: the ids of ``deps`` that are
+    repeats or have a repeat among their producers, when the caller knows them (the others
+    are left as they are: looking at every instruction's edges is slow)."""
+    for iid in list(deps) if only is None else only:
         if iid in origin:
             deps[iid] = ()
             continue

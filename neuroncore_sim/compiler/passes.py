@@ -29,6 +29,7 @@ from __future__ import annotations
 from ..config import NeuronCoreConfig
 from ..program.ir import Instruction, Program
 from .auto_cast import mark_auto_cast
+from .capacity import plan_buffers
 from .dma_descriptors import mark_dge
 from .engine_choice import choose_engines
 from .hoist import loop_invariant, without_sources
@@ -37,6 +38,7 @@ from .psum_zeros import folded_psum_zeros
 from .reorder import SPILL_TOLERANCE, reorder
 from .resident_loads import keep_resident_loads
 from .schedule import InstanceSchedule, Schedule, instance_streams
+from .spill import SpillPlan
 from .vectorize import vectorize
 
 
@@ -52,17 +54,19 @@ def compile_program(program: Program, config: NeuronCoreConfig) -> Schedule:
         by_instance.setdefault(ins.instance, []).append(ins)
     ids = NewIds.after(program)
     plans: list[InstancePlan] = []
+    order = sorted(by_instance)
     instances = tuple(compile_instance(k, by_instance[k], config, ids, plans,
-                                       program.keeps_order)
-                      for k in sorted(by_instance))
+                                       program.keeps_order, last=k == order[-1])
+                      for k in order)
     return Schedule(instances, tuple(spill_warnings(plans)))
 
 
 def compile_instance(instance: int, instrs: list[Instruction], config: NeuronCoreConfig,
-                     ids: NewIds, plans: list[InstancePlan], keeps_order: bool = False
-                     ) -> InstanceSchedule:
+                     ids: NewIds, plans: list[InstancePlan], keeps_order: bool = False,
+                     last: bool = False) -> InstanceSchedule:
     """One instance through the passes (its memory plan is appended to ``plans``);
-    ``keeps_order``: the kernel asked for its own order (``ncc.no_reorder``)."""
+    ``keeps_order``: the kernel asked for its own order (``ncc.no_reorder``); ``last``: no
+    instance is compiled after this one (``ids`` is not asked again)."""
     options = config.compiler
     instrs = mark_dge(instrs, options)  # (indirect DMAs whatever the option)
     instrs = mark_auto_cast(instrs, options)
@@ -83,23 +87,51 @@ def compile_instance(instance: int, instrs: list[Instruction], config: NeuronCor
     if options.balance_engines:
         instrs = choose_engines(instrs, config, skip=hoisted)
     if options.reorder and not keeps_order:
-        # The scheduler interleaves iterations unless that moves more bytes to spill memory
-        # than the kernel's own order does, beyond SPILL_TOLERANCE (the compiler weighs its
-        # schedule against memory; assumption, docs/model.md). The kernel's order is planned
-        # only when the interleaved stream spills at all.
-        ip = plan_instance(reorder(instrs, config, repeats=hoisted), config, ids)
-        spilled = _spilled(ip)
-        if spilled:  # (the plan not taken leaves unused ids: harmless gaps)
-            kept = plan_instance(instrs, config, ids)
-            if spilled > _spilled(kept) * (1 + SPILL_TOLERANCE):
-                ip = kept
+        ip = _reordered_or_kept(reorder(instrs, config, repeats=hoisted), instrs, config, ids,
+                                last)
     else:
         ip = plan_instance(instrs, config, ids)  # rings; placement and spills where needed
     plans.append(ip)
     return instance_streams(instance, ip, hoisted)
 
 
+def _reordered_or_kept(reordered: list[Instruction], kept: list[Instruction],
+                       config: NeuronCoreConfig, ids: NewIds, last: bool) -> InstancePlan:
+    """The memory plan of the interleaved stream ``reordered``, unless it moves more bytes to
+    spill memory than the kernel's own order ``kept`` does, beyond SPILL_TOLERANCE (the
+    compiler weighs its schedule against memory; assumption, docs/model.md): then the plan of
+    ``kept``. The kernel's order is planned only when the interleaved stream spills at all
+    (the plan not taken leaves unused ids: harmless gaps)."""
+    first = plan_buffers(reordered, config, psum_probe=last)
+    kept_first = None
+    if (last and first.psum_spill is not None and _moved(first.psum_spill)
+            and config.psum_bytes_per_partition <= first.room):
+        # Speed (same result): the interleaved stream moves PSUM bytes already, so a kernel
+        # order that needs no placement by live range (no spills, no ids) is taken whatever
+        # the rest of the interleaved plan would add; that plan, the costliest part, is not
+        # made (its PSUM part stopped at the first move: ``psum_probe``). It could only have
+        # taken ids, which no later instance asks for (``last``), or raised: for a PSUM spill
+        # copy's SBUF tile, which fits in ``room``, or for an instruction's own tiles, which
+        # fit in the kernel's order.
+        kept_first = plan_buffers(kept, config)
+        if kept_first.spill is None and kept_first.psum_spill is None:
+            return plan_instance(kept, config, ids, kept_first)
+    if first.psum_spill is not None and first.psum_spill.partial:
+        first = plan_buffers(reordered, config)  # (the whole PSUM plan after all)
+    ip = plan_instance(reordered, config, ids, first)
+    spilled = _spilled(ip)
+    if spilled:
+        kept_ip = plan_instance(kept, config, ids, kept_first)
+        if spilled > _spilled(kept_ip) * (1 + SPILL_TOLERANCE):
+            ip = kept_ip
+    return ip
+
+
+def _moved(sp: SpillPlan) -> int:
+    """Bytes a spill plan moves to and from spill space."""
+    return sp.save_bytes + sp.reload_bytes
+
+
 def _spilled(ip: InstancePlan) -> int:
     """Bytes a memory plan moves to and from spill space (SBUF and PSUM)."""
-    return sum(sp.save_bytes + sp.reload_bytes for sp in (ip.plan.spill, ip.psum)
-               if sp is not None)
+    return sum(_moved(sp) for sp in (ip.plan.spill, ip.psum) if sp is not None)

@@ -76,14 +76,16 @@ class InstancePlan:
     unringed: frozenset[int]
 
 
-def plan_instance(instrs: list[Instruction], config: NeuronCoreConfig,
-                  ids: NewIds) -> InstancePlan:
-    """Rings, placements and spill copies of one instance's instructions (module docstring).
+def plan_instance(instrs: list[Instruction], config: NeuronCoreConfig, ids: NewIds,
+                  plan: BufferPlan | None = None) -> InstancePlan:
+    """Rings, placements and spill copies of one instance's instructions (module docstring);
+    ``plan``: ``plan_buffers(instrs, config)`` when the caller has it already.
 
     Raises:
         CapacityError: one instruction's own tiles exceed SBUF or PSUM.
     """
-    plan = plan_buffers(instrs, config)
+    if plan is None:
+        plan = plan_buffers(instrs, config)
     takes: Takes = {}
     unringed: set[int] = set()
     psum = plan.psum_spill

@@ -35,7 +35,7 @@ def folded_psum_zeros(instrs: list[Instruction]) -> set[int]:
     pending = _Pending()
     folded: set[int] = set()
     for ins in instrs:
-        for a, _ in ins.accesses():
+        for a in (*ins.srcs.values(), *ins.dsts.values()):
             if a.tensor.id not in pending.width:
                 continue
             zeroed = pending.near(a)

@@ -59,28 +59,20 @@ class _Memory:
     :mod:`.capacity` sums them, and the bytes of the tiles open now. A tile opens with its
     first instruction and closes after its last."""
 
-    def __init__(self, instrs: list[Instruction], config: NeuronCoreConfig) -> None:
-        bank = config.psum_bank_bytes
+    def __init__(self, instrs: list[Instruction], config: NeuronCoreConfig,
+                 tables: _Tables | None = None) -> None:
         self.capacity = {MemSpace.SBUF: config.sbuf_usable_bytes_per_partition,
                          MemSpace.PSUM: config.psum_bytes_per_partition}
-        self.opens: list[list[tuple[object, MemSpace, int, int]]] = [[] for _ in instrs]
-        self.uses: dict[int, int] = {}  # tensor id -> instructions still to schedule
-        self.sizes: dict[int, tuple[MemSpace, int]] = {}  # tensor id -> its memory, bytes
-        for k, ins in enumerate(instrs):
-            for a in (*ins.srcs.values(), *ins.dsts.values()):
-                t = a.tensor
-                if t.space not in self.capacity or t.kind != "tile" or t.placement is not None:
-                    continue
-                self.uses[t.id] = self.uses.get(t.id, 0) + 1
-                if t.id not in self.sizes:
-                    size = t.row_bytes if t.space is MemSpace.SBUF else _psum_bytes(t, bank)
-                    self.sizes[t.id] = t.space, size
-                    self.opens[k].append((t.site or t.id, t.space, size, t.id))
-        self.open: dict[object, int] = {}
-        self.peak: dict[object, int] = {}
+        # ``tables``: those of another _Memory of the same instructions (read only: shared)
+        self.tables = tables if tables is not None else _tables(instrs, config)
+        self.opens, uses, self.sizes, self.touches, sites = self.tables
+        self.uses = dict(uses)  # tensor id -> instructions still to schedule
+        # per site (numbered: _tables), its tiles open now and at most
+        self.open = [0] * len(sites)
+        self.peak = [0] * len(sites)
         self.demand = dict.fromkeys(self.capacity, 0)
-        self.site_bytes: dict[object, int] = {}  # site -> bytes its ring has reached
-        self.site_space: dict[object, MemSpace] = {}
+        self.site_bytes: dict[int, int] = {}  # site number -> bytes its ring has reached
+        self.site_space: dict[int, MemSpace] = {}
         # bytes of the tiles open now and at most (placement by live range needs no more)
         self.live = dict.fromkeys(self.capacity, 0)
         self.live_peak = dict.fromkeys(self.capacity, 0)
@@ -90,7 +82,7 @@ class _Memory:
         the sites' most tiles open) within capacity."""
         extra = dict.fromkeys(self.capacity, 0)
         for site, space, size, _ in self.opens[k]:
-            if self.open.get(site, 0) + 1 > self.peak.get(site, 0):
+            if self.open[site] + 1 > self.peak[site]:
                 extra[space] += size
         return all(not extra[m] or self.demand[m] + extra[m] <= self.capacity[m]
                    for m in extra)
@@ -110,35 +102,81 @@ class _Memory:
         for site, space, size, _ in self.opens[k]:
             self.live[space] += size
             self.live_peak[space] = max(self.live_peak[space], self.live[space])
-            n = self.open[site] = self.open.get(site, 0) + 1
-            if n > self.peak.get(site, 0):
+            n = self.open[site] = self.open[site] + 1
+            if n > self.peak[site]:
                 self.peak[site] = n
                 self.demand[space] += size
                 self.site_bytes[site] = self.site_bytes.get(site, 0) + size
                 self.site_space[site] = space
-        for a in (*ins.srcs.values(), *ins.dsts.values()):
-            left = self.uses.get(a.tensor.id)
-            if left is not None:
-                self.uses[a.tensor.id] = left - 1
-                if left == 1:
-                    site = a.tensor.site or a.tensor.id
-                    self.open[site] -= 1
-                    space, size = self.sizes[a.tensor.id]
-                    self.live[space] -= size
-                    closed = True
+        uses = self.uses
+        for tid in self.touches[k]:
+            left = uses[tid] = uses[tid] - 1
+            if left == 0:
+                site, space, size = self.sizes[tid]
+                self.open[site] -= 1
+                self.live[space] -= size
+                closed = True
         return closed
 
 
-def memory_demand(instrs: list[Instruction], config: NeuronCoreConfig
+#: What a _Memory reads of its instructions: per instruction the tiles it opens (site number,
+#: memory, bytes, tensor id); per tensor id its uses; per tensor id its site number, memory and
+#: bytes; per instruction the tensor ids of its tracked accesses (one per access); the sites
+#: (``TensorDecl.site``, or the tensor id without one), by number.
+_Tables = tuple[list[list[tuple[int, MemSpace, int, int]]], dict[int, int],
+                dict[int, tuple[int, MemSpace, int]], list[tuple[int, ...]], list[object]]
+
+
+def _tables(instrs: list[Instruction], config: NeuronCoreConfig) -> _Tables:
+    """The tables of a :class:`_Memory` of ``instrs``: the tiles are looked up once here (per
+    tensor, not per access), not at every ``schedule()``, and the sites are numbered (a
+    SourceLoc hashes slowly) (speed)."""
+    bank = config.psum_bank_bytes
+    opens: list[list[tuple[int, MemSpace, int, int]]] = [[] for _ in instrs]
+    uses: dict[int, int] = {}
+    sizes: dict[int, tuple[int, MemSpace, int]] = {}
+    numbers: dict[object, int] = {}  # site -> its number
+    touches: list[tuple[int, ...]] = []
+    untracked: set[int] = set()  # HBM tensors, directly allocated tiles
+    for k, ins in enumerate(instrs):
+        touched = []
+        for a in (*ins.srcs.values(), *ins.dsts.values()):
+            tid = a.tensor.id
+            n = uses.get(tid)
+            if n is not None:
+                uses[tid] = n + 1
+                touched.append(tid)
+                continue
+            if tid in untracked:
+                continue
+            t = a.tensor
+            if (t.space is not MemSpace.SBUF and t.space is not MemSpace.PSUM
+                    or t.kind != "tile" or t.placement is not None):
+                untracked.add(tid)
+                continue
+            uses[tid] = 1
+            touched.append(tid)
+            size = t.row_bytes if t.space is MemSpace.SBUF else _psum_bytes(t, bank)
+            site = numbers.setdefault(t.site or tid, len(numbers))
+            sizes[tid] = site, t.space, size
+            opens[k].append((site, t.space, size, tid))
+        touches.append(tuple(touched))
+    return opens, uses, sizes, touches, list(numbers)
+
+
+def memory_demand(instrs: list[Instruction], config: NeuronCoreConfig,
+                  tables: _Tables | None = None
                   ) -> tuple[dict[MemSpace, int], dict[object, tuple[MemSpace, int]],
                              dict[MemSpace, int]]:
     """Bytes per partition of SBUF and PSUM the allocator's rings need for ``instrs`` in their
     order (summed as :class:`_Memory` sums them), each allocation site's memory and share, and
-    the most bytes of tiles live at once (what placement by live range needs at least)."""
-    memory = _Memory(instrs, config)
+    the most bytes of tiles live at once (what placement by live range needs at least).
+    ``tables``: a _Memory's of ``instrs``, when the caller has one."""
+    memory = _Memory(instrs, config, tables)
     for k, ins in enumerate(instrs):
         memory.schedule(ins, k)
-    return memory.demand, {site: (memory.site_space[site], b)
+    sites = memory.tables[4]
+    return memory.demand, {sites[site]: (memory.site_space[site], b)
                            for site, b in memory.site_bytes.items()}, memory.live_peak
 
 
@@ -288,7 +326,7 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
     # A memory the kernel's own order over-subscribes spills whatever the order: the
     # scheduler may then grow that order's demand by SPILL_TOLERANCE of the capacity (passes.py
     # compares the two streams' spills afterwards)
-    own, _, live = memory_demand(instrs, config)
+    own, _, live = memory_demand(instrs, config, memory.tables)
     for m, cap in memory.capacity.items():
         if live[m] > cap:  # (its tiles live at once do not fit: it spills)
             memory.capacity[m] = own[m] + int(cap * SPILL_TOLERANCE)

@@ -25,6 +25,7 @@ Switch: ``config.compiler.keep_resident_loads``.
 from __future__ import annotations
 
 from ..config import NeuronCoreConfig
+from ..dtypes import dtype_str
 from ..program.ir import Access, Instruction, MemSpace, Opcode, TensorDecl
 from .reorder import memory_demand
 
@@ -84,8 +85,8 @@ def _region(ins: Instruction, writes: dict[int, int]) -> tuple | None:
             or src.view_dtype is not None or dst.view_dtype is not None
             or ins.attrs.get("dst_rmw_op") is not None):
         return None
-    return (src.tensor.id, src.offset, src.pattern, str(src.dtype), dst.offset, dst.pattern,
-            t.shape, str(t.dtype))
+    return (src.tensor.id, src.offset, src.pattern, dtype_str(src.dtype), dst.offset,
+            dst.pattern, t.shape, dtype_str(t.dtype))
 
 
 def _retarget(a: Access, origin: dict[int, TensorDecl]) -> Access:

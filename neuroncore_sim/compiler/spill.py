@@ -93,6 +93,8 @@ class SpillPlan:
         remat_sites: allocation site -> those bytes.
         demand: the most bytes per partition of tiles live at once (resident or spilled).
         capacity: SBUF bytes per partition the compiler-managed tiles could use.
+        partial: planning stopped after the first instruction with a spill save or reload
+            (``plan_spills(..., stop_at_move=True)``): only whether it moves bytes is known.
     """
 
     before: dict[int, list[SpillOp]] = field(default_factory=dict)
@@ -105,6 +107,7 @@ class SpillPlan:
     remat_sites: dict[str, int] = field(default_factory=dict)
     demand: int = 0
     capacity: int = 0
+    partial: bool = False
 
     @property
     def spilled(self) -> bool:
@@ -115,7 +118,7 @@ class SpillPlan:
 def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[int, TensorDecl],
                 last: dict[int, int], capacity: int,
                 size_of: Callable[[TensorDecl], int], placed: int = 0,
-                space: MemSpace = MemSpace.SBUF) -> SpillPlan:
+                space: MemSpace = MemSpace.SBUF, stop_at_move: bool = False) -> SpillPlan:
     """Place the ``space`` tiles of one instance in program order (module docstring).
 
     Args:
@@ -125,6 +128,8 @@ def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[in
         size_of: bytes per partition of one tile of a tensor (PSUM: whole banks).
         placed: bytes per partition directly allocated tiles take (named in the error).
         space: SBUF (spills go to HBM) or PSUM (spills go to SBUF).
+        stop_at_move: stop after the first instruction with a spill save or reload (a
+            ``partial`` plan, for a caller that only asks whether the plan moves bytes).
 
     Returns:
         The plan (``spilled`` False when the tiles fit by live range).
@@ -200,6 +205,9 @@ def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[in
             resident[k] = size[k]
             used += size[k]
         plan.demand = max(plan.demand, used + out_bytes)
+        if stop_at_move and (plan.save_bytes or plan.reload_bytes):
+            plan.partial = True
+            break
         for k in written[i]:
             dirty.add(k)
             const.pop(k, None)

@@ -77,7 +77,7 @@ def _merge_innermost(instrs: list[Instruction], config: NeuronCoreConfig, ids: N
         if ins.loops:
             lid, it = ins.loops[-1]
             bodies.setdefault(lid, {}).setdefault(it, []).append(k)
-        for a, _ in ins.accesses():
+        for a in (*ins.srcs.values(), *ins.dsts.values()):
             users.setdefault(a.tensor.id, []).append(k)
     replace: dict[int, Instruction | None] = {}  # index -> merged instruction (None: dropped)
     for lid, iterations in bodies.items():

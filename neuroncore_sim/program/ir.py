@@ -250,7 +250,10 @@ class Access:
     @property
     def free_size(self) -> int:
         """Elements per partition (product of the non-partition dims): the N of cost formulas."""
-        return math.prod(n for _, n in self.pattern[1:])
+        pattern, size = self.pattern, self.size
+        if pattern and type(size) is int and pattern[0][1] > 0:  # (all dims plain ints)
+            return size // pattern[0][1]  # (speed: size is their product, kept)
+        return math.prod(n for _, n in pattern[1:])
 
     def contiguous_runs(self) -> tuple[int, int]:
         """(number of contiguous element runs, elements per run) after merging adjacent dims.

@@ -75,8 +75,8 @@ def _minor_free_stride(a: Access) -> int:
 def stride_penalty(ins: Instruction, config: NeuronCoreConfig) -> float:
     """``stride_penalty_factor`` if any SBUF/PSUM operand's most-minor free stride is above
     ``stride_penalty_min_bytes`` (arch.md 1.4: interface bandwidth halves), else 1."""
-    for a, _ in ins.accesses():
-        if a.space in _ON_CHIP and (
+    for a in (*ins.srcs.values(), *ins.dsts.values()):  # (not accesses(): hot, speed)
+        if a.tensor.space in _ON_CHIP and (
                 _minor_free_stride(a) * a.dtype.itemsize > config.stride_penalty_min_bytes):
             return config.stride_penalty_factor
     return 1.0

@@ -102,7 +102,7 @@ def simulate_timing(program: Program, config: NeuronCoreConfig,
 
 
 def _nbytes(ins: Instruction) -> int:
-    return sum(a.nbytes for a, _ in ins.accesses())
+    return sum(a.nbytes for a in (*ins.srcs.values(), *ins.dsts.values()))
 
 
 class _InstanceRun:
@@ -297,7 +297,7 @@ class _InstanceRun:
         psum = self._psum_shared and ins.engine in _PSUM_SHARERS
         if not (sbuf or psum):
             return []
-        spaces = {a.space for a, _ in ins.accesses()}
+        spaces = {a.tensor.space for a in (*ins.srcs.values(), *ins.dsts.values())}
         ports = []
         if sbuf and MemSpace.SBUF in spaces:
             ports.append((self.sbuf_port, "port:sbuf"))
