@@ -9,6 +9,7 @@ from pathlib import Path
 from ..config import PRESETS, NeuronCoreConfig
 from .fit import FitReport
 from .results import CalibrationError
+from .runner_source import PROFILE_PREFIX
 
 
 def _toml_value(value: object) -> str:
@@ -69,10 +70,14 @@ def report_text(report: FitReport) -> str:
                    f"{_pct(report.uncertainty.get(name, math.nan))}")
     for name, why in report.not_fitted.items():
         out.append(f"{name:32} not fitted: {why}")
-    checks = sorted({report.mechanisms[case] for case, _ in report.checks})
+    checks = sorted({report.mechanisms[case] for case, metric in report.checks
+                     if not metric.startswith(PROFILE_PREFIX)})
     if checks:
         out.append(f"rows of {', '.join(checks)} (marked 'check'): not fitted, no fitted "
                    "parameter declares them; their residuals check the model's other costs")
+    if any(metric.startswith(PROFILE_PREFIX) for _, metric in report.checks):
+        out.append(f"{PROFILE_PREFIX} rows (marked 'check'): neuron-profile's summary (active "
+                   "ns per engine, HBM bytes), never fitted: they check the mechanisms")
     out.append("")
     out.append(f"{'case':26} {'metric':30} {'measured ns':>12} {'fitted ns':>12} "
                f"{'residual':>9} {'left out':>9}")
