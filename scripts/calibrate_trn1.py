@@ -101,7 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     values, report = reproduce(tutorials=args.tutorials, leave_one_out=not args.no_loo)
     if args.out is not None:
-        write_toml(report, args.out, str(DATA.relative_to(ROOT)))
+        write_toml(report, args.out, str(DATA.relative_to(ROOT)),
+                   "python scripts/calibrate_trn1.py"
+                   + (" --tutorials DIR" if args.tutorials is not None else "") + " on")
     print(f"\n{'parameter':32} {'fitted':>10} {'shipped':>10}  difference")
     worst = 0.0
     for name, (fitted, shipped) in values.items():

@@ -67,6 +67,7 @@ class _Problem:
     def __init__(self, model: SuiteModel, measured: dict[tuple[str, str], float],
                  params: list[Parameter]) -> None:
         self.model, self.measured, self.params = model, measured, params
+        self._seen: dict[tuple[float, ...], dict[tuple[str, str], float]] = {}
         # only the rows of the mechanisms the registry declares for the fitted parameters:
         # a check row (a VectorE chain also waits on semaphores) must not pull a parameter
         mechanisms = {m for p in params for m in p.mechanisms}
@@ -79,8 +80,16 @@ class _Problem:
         return with_values(self.model.base, {p.name: float(math.exp(v))
                                              for p, v in zip(self.params, x)})
 
+    def values(self, x: np.ndarray) -> dict[tuple[str, str], float]:
+        """The suite's values at ``x``, remembered: the leave-one-out refits start from the
+        fit's point and its Jacobian, whole re-timings each (seconds for large kernels)."""
+        key = tuple(float(v) for v in x)
+        if key not in self._seen:
+            self._seen[key] = self.model.evaluate(self.config(x))
+        return self._seen[key]
+
     def residuals(self, x: np.ndarray, keys: list[tuple[str, str]] | None = None) -> np.ndarray:
-        values = self.model.evaluate(self.config(x))
+        values = self.values(x)
         return np.array([math.log(values[k] / self.measured[k]) for k in (keys or self.keys)])
 
 
@@ -147,7 +156,8 @@ def fit(rows: list[dict[str, str]], base: Any = None, names: list[str] | None = 
         if not ok:
             fitted.pop(p.name)
     final = with_values(cfg, fitted)
-    simulated = problem.model.evaluate(final)
+    # every parameter seen: the final config is the solver's last point, already timed
+    simulated = problem.values(sol.x) if seen.all() else problem.model.evaluate(final)
     report = FitReport(cfg, final, fitted, _uncertainty(sol.jacobian[:, seen], sol.residuals,
                                                         [p.name for p, ok in zip(params, seen)
                                                          if ok]),
