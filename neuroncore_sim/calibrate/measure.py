@@ -131,7 +131,9 @@ def _active_ns(timing: TimingResult, unit: str) -> float:
 
 def profile_value(metric: str, timing: TimingResult) -> float | None:
     """The simulator's value of a neuron-profile summary row (:data:`PROFILE_PREFIX` metrics
-    the emitted runner writes with ``--profile``), or None for an unknown one."""
+    the emitted runner writes with ``--profile``), or None for an unknown one. HBM bytes are
+    the kernel's own DMAs as compiled; the profile's counters would also hold SBUF spill
+    traffic, which the suite's small kernels do not cause."""
     name = metric[len(PROFILE_PREFIX):]
     if name == "total_ns":
         return timing.latency_ns
