@@ -18,7 +18,8 @@ fails is reported with its one-line error) and is cached in ``--cache`` (default
 ``--fit-cases`` and reports leave-one-set-out errors. Writes ``reports/validation.md``, keeping
 its hand-written sections (from the first ``## Session`` heading), and the error band table
 the package ships (``neuroncore_sim/data/error_bands.json``, section "Error bands": from the
-leave-one-set-out refits with ``--fit``, else from the cases as they are). Not a test.
+leave-one-set-out refits with ``--fit``, else the shipped preset's leave-one-set-out residuals,
+``validation/loso.py``). Not a test.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ sys.path.insert(0, str(ROOT))  # this checkout's package, not another installed 
 sys.path.insert(0, str(ROOT / "scripts"))  # validation/ and validate_traces.py
 
 from neuroncore_sim.config import MODEL_VERSION, load_config, override  # noqa: E402
-from validation import autocomp, aws, bands, nkibench, report  # noqa: E402
+from validation import autocomp, aws, bands, loso, nkibench, report  # noqa: E402
 from validation.cache import Cache, source_hash  # noqa: E402
 from validation.fit import (apply_overrides, fit, get_field, leave_one_set_out,  # noqa: E402
                             parse_params)
@@ -155,13 +156,14 @@ def main(argv: list[str] | None = None) -> int:
     by_set = list_cases(paths, sets, a.k)
     applied = fitted if a.fit_apply else {}
     results = runner.run([c for cs in by_set.values() for c in cs], applied)
-    rows = bands.ratios([c for cs in by_set.values() for c in cs], results)
-    basis = (f"leave-one-set-out: each set's fit cases under the refit without it ({a.fit})"
-             if basis_rows is not None else "every primary kernel case of the report under "
-             "the configs as they are (no --fit: in sample)")
-    basis_rows = rows if basis_rows is None else basis_rows
-    band_table = bands.table(basis_rows, f"{basis}; {len(basis_rows)} cases"
-                             + (f", -k {a.k!r}" if a.k else ""), MODEL_VERSION)
+    every = [c for cs in by_set.values() for c in cs]
+    rows = bands.ratios(every, results)
+    if basis_rows is not None:
+        basis = (f"leave-one-set-out: each set's fit cases under the refit without it "
+                 f"({a.fit}); {len(basis_rows)} cases" + (f", -k {a.k!r}" if a.k else ""))
+    else:
+        basis_rows, basis = preset_basis(runner, paths, every, results, a.k)
+    band_table = bands.table(basis_rows, basis, MODEL_VERSION)
     fit_lines = fit_lines + bands.section(rows, band_table, basis_rows, MODEL_VERSION)
     if band_table is not None and not (a.no_write or a.no_bands):
         bands.write_table(band_table)
@@ -185,6 +187,22 @@ def main(argv: list[str] | None = None) -> int:
     top = text[text.index("## All sets"):].split("\n\n")[1]
     print(top + f"\n\n{len(results)} cases in {took:.0f} s", flush=True)
     return 0
+
+
+def preset_basis(runner: Runner, paths: dict[str, str], cases: list[Case],
+                 results: dict[str, dict], pattern: str
+                 ) -> tuple[list[tuple[str, str, float, float]], str]:
+    """The error bands' basis without ``--fit``: the preset's leave-one-set-out residuals
+    (``validation/loso.py``; the AWS ladder rows refitted when AWS's kernels ran)."""
+    ids = {c.id for c in cases}
+    refitted = {}
+    if "tutorials" in paths and any(aws.ladder_case_id(n) in ids for n in aws.LADDER_FIT_CASES
+                                    .values()):
+        refitted = loso.ladder_leave_one_out(Path(paths["tutorials"]), SET_OPTIONS["aws"],
+                                             load_config("trn1"), runner.cache, runner.source)
+        refitted = {k: v for k, v in refitted.items() if k in ids}
+    rows = loso.basis_rows(cases, results, refitted)
+    return rows, loso.basis_text(refitted, len(rows), pattern)
 
 
 def fit_report(a: argparse.Namespace, runner: Runner, paths: dict[str, str]

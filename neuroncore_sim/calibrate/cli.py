@@ -1,6 +1,6 @@
 """``neuroncore-sim calibrate emit | measure | fit``: the command line of this package.
 
-    neuroncore-sim calibrate emit suite/
+    neuroncore-sim calibrate emit suite/           # then on hardware: suite/run_on_hardware.py
     neuroncore-sim calibrate measure suite/ --config trn1 --out sim.csv
     neuroncore-sim calibrate fit results.csv --out mine.toml [--param NAME ...] [--no-loo]
 """
@@ -29,21 +29,39 @@ def add_calibrate_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                                    "parameters. See docs/calibrate.md.")
     steps = p.add_subparsers(dest="calibrate_command", required=True, metavar="STEP")
     e = steps.add_parser("emit", parents=[common],
-                         help="write the suite's kernels and hardware runner to DIR")
-    e.add_argument("dir", metavar="DIR", type=Path)
+                         help="write the suite's kernels and hardware runner to DIR",
+                         description=f"Write DIR/cases/*.py (one kernel per case, neuronxcc.nki "
+                                     f"API) and DIR/{RUNNER_FILE}: on a Trn1 / Inf2 host, "
+                                     f"`python DIR/{RUNNER_FILE} --out results.csv` times each "
+                                     "case with nki.benchmark; add --profile to also capture "
+                                     "each with neuron-profile (engine active times, HBM "
+                                     "bytes). --config plays no part here.")
+    e.add_argument("dir", metavar="DIR", type=Path, help="folder to write the suite in "
+                   "(created if needed)")
     m = steps.add_parser("measure", parents=[common],
-                         help="run an emitted suite in the simulator; write the results CSV")
-    m.add_argument("dir", metavar="DIR", type=Path)
-    m.add_argument("--out", metavar="RESULTS.csv", type=Path, required=True)
+                         help="run an emitted suite in the simulator; write the results CSV",
+                         description="Run every case of an emitted suite in the simulator "
+                                     "under --config and write the results CSV the hardware "
+                                     "runner writes (the closed loop: fitting it gives back "
+                                     "--config's values).")
+    m.add_argument("dir", metavar="DIR", type=Path, help="a folder written by `calibrate emit`")
+    m.add_argument("--out", metavar="RESULTS.csv", type=Path, required=True,
+                   help="results CSV to write")
     f = steps.add_parser("fit", parents=[common],
                          help="fit the parameters to a results CSV; write a config TOML",
                          description="Fit by bounded least squares from --config's values "
-                                     "(trn1 by default); print each value with its "
-                                     "uncertainty, the residual per case and leave-one-out "
-                                     "errors. Parameters: "
+                                     "(trn1 by default; they also stand for every field not "
+                                     "fitted); print each value with its uncertainty, the "
+                                     "residual per case and leave-one-out errors. Rows of the "
+                                     "runner's --profile (profile: metrics) are shown beside "
+                                     "the simulator's values, never fitted. Parameters: "
                                      + ", ".join(p.name for p in PARAMETERS))
-    f.add_argument("results", metavar="RESULTS.csv", type=Path)
-    f.add_argument("--out", metavar="FILE.toml", type=Path, required=True)
+    f.add_argument("results", metavar="RESULTS.csv", type=Path,
+                   help="results of the hardware runner (several files' rows may be "
+                        "concatenated: repeated rows are averaged)")
+    f.add_argument("--out", metavar="FILE.toml", type=Path, required=True,
+                   help="fitted config to write (base = the --config preset, then every "
+                        "field that differs); use it with --config FILE.toml")
     f.add_argument("--param", action="append", default=[], metavar="NAME",
                    help="fit only this parameter (repeatable; default: every parameter the "
                         "results constrain)")

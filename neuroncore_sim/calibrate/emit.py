@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .measure import CASES_FOLDER
 from .results import COLUMNS, CalibrationError
-from .runner_source import RUNNER
+from .runner_source import PROFILE_PREFIX, PROFILE_UNITS, RUNNER
 from .suite import CASES, SUITE_VERSION
 
 RUNNER_FILE = "run_on_hardware.py"
@@ -43,7 +43,8 @@ def emit(folder: Path) -> list[Path]:
             path.write_text(case.source(), encoding="utf-8")
             written.append(path)
         runner = folder / RUNNER_FILE
-        runner.write_text(RUNNER.format(version=SUITE_VERSION, columns=COLUMNS),
+        runner.write_text(RUNNER.format(version=SUITE_VERSION, columns=COLUMNS,
+                                         prefix=PROFILE_PREFIX, units=PROFILE_UNITS),
                           encoding="utf-8")
         readme = folder / "README.txt"
         readme.write_text(_README.format(version=SUITE_VERSION, count=len(CASES)),

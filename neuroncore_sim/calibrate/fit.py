@@ -1,7 +1,8 @@
 """Fit the registry's parameters to a results file: values, uncertainties, residuals, LOO.
 
 Only the rows of the mechanisms the registry declares for the fitted parameters are fitted;
-the rest are check rows (their residuals are reported). The residual of a (case, metric) row
+the rest are check rows (their residuals are reported), and so are the neuron-profile summary
+rows of the runner's ``--profile`` (``profile:`` metrics: engine active times, HBM bytes). The residual of a (case, metric) row
 is ``log(simulated / measured)``: relative errors, so a
 2 us kernel and a 60 ns instruction weigh alike. The fit runs in the log of each parameter (a
 rate and a latency move on the same footing, and bounds stay positive) with :mod:`.lm`.
@@ -30,6 +31,7 @@ from .lm import least_squares
 from .measure import LoadedCase, SuiteModel, load_builtin
 from .params import PARAMETERS, Parameter, parameter, with_values
 from .results import CalibrationError, averaged
+from .runner_source import PROFILE_PREFIX
 from .suite import SUITE_VERSION
 
 #: A parameter whose column of the Jacobian is smaller than this is not seen by the rows.
@@ -65,17 +67,29 @@ class _Problem:
     def __init__(self, model: SuiteModel, measured: dict[tuple[str, str], float],
                  params: list[Parameter]) -> None:
         self.model, self.measured, self.params = model, measured, params
+        self._seen: dict[tuple[float, ...], dict[tuple[str, str], float]] = {}
         # only the rows of the mechanisms the registry declares for the fitted parameters:
         # a check row (a VectorE chain also waits on semaphores) must not pull a parameter
         mechanisms = {m for p in params for m in p.mechanisms}
-        self.keys = sorted(k for k in measured if model.mechanism[k[0]] in mechanisms)
+        # neuron-profile summary rows (engine active times, HBM bytes) check mechanisms: the
+        # parameters are fitted on the latencies and durations alone
+        self.keys = sorted(k for k in measured if model.mechanism[k[0]] in mechanisms
+                           and not k[1].startswith(PROFILE_PREFIX))
 
     def config(self, x: np.ndarray) -> NeuronCoreConfig:
         return with_values(self.model.base, {p.name: float(math.exp(v))
                                              for p, v in zip(self.params, x)})
 
+    def values(self, x: np.ndarray) -> dict[tuple[str, str], float]:
+        """The suite's values at ``x``, remembered: the leave-one-out refits start from the
+        fit's point and its Jacobian, whole re-timings each (seconds for large kernels)."""
+        key = tuple(float(v) for v in x)
+        if key not in self._seen:
+            self._seen[key] = self.model.evaluate(self.config(x))
+        return self._seen[key]
+
     def residuals(self, x: np.ndarray, keys: list[tuple[str, str]] | None = None) -> np.ndarray:
-        values = self.model.evaluate(self.config(x))
+        values = self.values(x)
         return np.array([math.log(values[k] / self.measured[k]) for k in (keys or self.keys)])
 
 
@@ -111,8 +125,10 @@ def fit(rows: list[dict[str, str]], base: Any = None, names: list[str] | None = 
     others = {c.id: c for c in extra or []}
     loaded = load_builtin(sorted({case for case, _ in measured} - set(others)))
     loaded += [others[case] for case in sorted({case for case, _ in measured} & set(others))]
+    ids = {c.id for c in loaded}
     known = {(c.id, m) for c in loaded for m in c.metrics}
-    unknown = sorted(k for k in measured if k not in known)
+    unknown = sorted(k for k in measured if k not in known
+                     and not (k[0] in ids and k[1].startswith(PROFILE_PREFIX)))
     if unknown:
         raise CalibrationError(f"expected metrics the suite's cases define, found "
                                f"{', '.join(f'{c} {m}' for c, m in unknown)}")
@@ -120,7 +136,11 @@ def fit(rows: list[dict[str, str]], base: Any = None, names: list[str] | None = 
     if not params:
         raise CalibrationError("the results constrain none of the parameters asked for: "
                                + "; ".join(f"{n}: {why}" for n, why in skipped.items()))
-    problem = _Problem(SuiteModel(loaded, cfg), measured, params)
+    model = SuiteModel(loaded, cfg)
+    for case, metric in measured:
+        if metric.startswith(PROFILE_PREFIX):
+            model.profile_metrics[case] = model.profile_metrics.get(case, ()) + (metric,)
+    problem = _Problem(model, measured, params)
     start = {p.name: p.value(cfg) for p in params}
     lo = np.log([p.lo for p in params])
     hi = np.log([p.hi for p in params])
@@ -136,7 +156,8 @@ def fit(rows: list[dict[str, str]], base: Any = None, names: list[str] | None = 
         if not ok:
             fitted.pop(p.name)
     final = with_values(cfg, fitted)
-    simulated = problem.model.evaluate(final)
+    # every parameter seen: the final config is the solver's last point, already timed
+    simulated = problem.values(sol.x) if seen.all() else problem.model.evaluate(final)
     report = FitReport(cfg, final, fitted, _uncertainty(sol.jacobian[:, seen], sol.residuals,
                                                         [p.name for p, ok in zip(params, seen)
                                                          if ok]),

@@ -8,6 +8,7 @@ duration of an instruction is its occupancy plus the latency until its results a
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +22,9 @@ from ..program.ir import Engine, Program
 from ..simulate import trace
 from ..timing.cost import pipeline_latency_ns
 from ..timing.engines import simulate_timing
-from ..timing.events import TimingResult
+from ..timing.events import TimingResult, is_dma_row
 from .results import CalibrationError, write_rows
+from .runner_source import PROFILE_PREFIX, PROFILE_UNITS
 from .suite import CASES, SUITE_VERSION, Case
 
 #: The folder of an emitted suite that holds the case files.
@@ -113,15 +115,55 @@ def _profile_ns(event: Any, config: NeuronCoreConfig) -> float:
     return occupancy + pipeline_latency_ns(Engine(event.engine), config)
 
 
+def _active_ns(timing: TimingResult, unit: str) -> float:
+    """How long the profile shows ``unit`` active: an engine's summed busy time; for ``dma``
+    the time some DMA queue is moving data (the union of their transfers)."""
+    if unit != "dma":
+        return timing.busy_ns.get(unit, 0.0)
+    spans = sorted((e.start_ns, e.end_ns) for e in timing.events if is_dma_row(e.engine))
+    total, reach = 0.0, -math.inf
+    for start, end in spans:
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total
+
+
+def profile_value(metric: str, timing: TimingResult) -> float | None:
+    """The simulator's value of a neuron-profile summary row (:data:`PROFILE_PREFIX` metrics
+    the emitted runner writes with ``--profile``), or None for an unknown one. HBM bytes are
+    the kernel's own DMAs as compiled; the profile's counters would also hold SBUF spill
+    traffic, which the suite's small kernels do not cause."""
+    name = metric[len(PROFILE_PREFIX):]
+    if name == "total_ns":
+        return timing.latency_ns
+    if name.startswith("active_ns:") and name[len("active_ns:"):] in PROFILE_UNITS:
+        return _active_ns(timing, name[len("active_ns:"):])
+    if name == "hbm_read_bytes":
+        return float(timing.work.dma_hbm_read_bytes)
+    if name == "hbm_write_bytes":
+        return float(timing.work.hbm_bytes - timing.work.dma_hbm_read_bytes)
+    return None
+
+
 def metric_value(metric: str, timing: TimingResult, config: NeuronCoreConfig,
                  where: str) -> float:
-    """One metric (``latency_ns``, ``duration_ns:OP``, ``gap_ns:OP``) of a timed case.
+    """One metric (``latency_ns``, ``duration_ns:OP``, ``gap_ns:OP`` or a ``profile:`` summary
+    row) of a timed case.
 
     Raises:
         CalibrationError: an unknown metric, or an opcode the case does not run (enough of).
     """
     if metric == "latency_ns":
         return timing.latency_ns
+    if metric.startswith(PROFILE_PREFIX):
+        value = profile_value(metric, timing)
+        if value is None:
+            raise CalibrationError(f"{where}: expected a profile metric "
+                                   f"{PROFILE_PREFIX}total_ns, {PROFILE_PREFIX}active_ns:UNIT "
+                                   f"({', '.join(PROFILE_UNITS)}) or {PROFILE_PREFIX}hbm_read"
+                                   f"_bytes / hbm_write_bytes, found {metric!r}")
+        return value
     kind, _, opcode = metric.partition(":")
     events = [e for e in timing.events if e.opcode == opcode and not e.engine.startswith("dma")]
     if kind == "duration_ns" and events:
@@ -145,6 +187,8 @@ class SuiteModel:
         self.base = base
         self.programs: dict[str, Program] = {}
         self.mechanism = {c.id: c.mechanism for c in cases}
+        #: case id -> neuron-profile summary metrics to evaluate besides the case's own
+        self.profile_metrics: dict[str, tuple[str, ...]] = {}
         for c in cases:  # timing fields do not change what a kernel records
             self.programs[c.id] = trace(c.kernel, *c.inputs, config=self.case_config(c, base),
                                         functional=False, kernel_kwargs=c.kwargs).program
@@ -161,7 +205,7 @@ class SuiteModel:
         for c in self.cases:
             cfg = self.case_config(c, config)
             timing = simulate_timing(self.programs[c.id], cfg)
-            for m in c.metrics:
+            for m in c.metrics + self.profile_metrics.get(c.id, ()):
                 out[(c.id, m)] = metric_value(m, timing, cfg, f"case {c.id}")
         return out
 

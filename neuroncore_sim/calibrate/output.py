@@ -9,6 +9,7 @@ from pathlib import Path
 from ..config import PRESETS, NeuronCoreConfig
 from .fit import FitReport
 from .results import CalibrationError
+from .runner_source import PROFILE_PREFIX
 
 
 def _toml_value(value: object) -> str:
@@ -40,10 +41,12 @@ def config_toml(config: NeuronCoreConfig, base: str, comment: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_toml(report: FitReport, path: Path, results: str) -> None:
-    """Write the fitted config as TOML (fitted values with their uncertainty in comments)."""
+def write_toml(report: FitReport, path: Path, results: str,
+               command: str = "neuroncore-sim calibrate fit") -> None:
+    """Write the fitted config as TOML (fitted values with their uncertainty in comments;
+    ``command`` and ``results`` say where it came from)."""
     base = report.base.name if report.base.name in PRESETS else "trn1"
-    notes = [f"fitted by `neuroncore-sim calibrate fit {results}`"]
+    notes = [f"fitted by `{command} {results}`"]
     notes += [f"{name}: {value:.6g} +- {_pct(report.uncertainty.get(name, math.nan))}"
               for name, value in report.values.items()]
     try:
@@ -69,18 +72,23 @@ def report_text(report: FitReport) -> str:
                    f"{_pct(report.uncertainty.get(name, math.nan))}")
     for name, why in report.not_fitted.items():
         out.append(f"{name:32} not fitted: {why}")
-    checks = sorted({report.mechanisms[case] for case, _ in report.checks})
+    checks = sorted({report.mechanisms[case] for case, metric in report.checks
+                     if not metric.startswith(PROFILE_PREFIX)})
     if checks:
         out.append(f"rows of {', '.join(checks)} (marked 'check'): not fitted, no fitted "
                    "parameter declares them; their residuals check the model's other costs")
+    if any(metric.startswith(PROFILE_PREFIX) for _, metric in report.checks):
+        out.append(f"{PROFILE_PREFIX} rows (marked 'check'): neuron-profile's summary (active "
+                   "ns per engine, HBM bytes), never fitted: they check the mechanisms")
     out.append("")
-    out.append(f"{'case':26} {'metric':30} {'measured ns':>12} {'fitted ns':>12} "
+    width = max([26] + [len(case) for case, _ in report.rows])
+    out.append(f"{'case':{width}} {'metric':30} {'measured ns':>12} {'fitted ns':>12} "
                f"{'residual':>9} {'left out':>9}")
     for (case, metric), (measured, simulated) in report.rows.items():
         loo = report.leave_one_out.get((case, metric))
         loo_text = ("check" if (case, metric) in report.checks else "not run"
                     if not report.leave_one_out else "-" if loo is None else f"{loo * 100:+.1f}%")
-        out.append(f"{case:26} {metric:30} {measured:12.1f} {simulated:12.1f} "
+        out.append(f"{case:{width}} {metric:30} {measured:12.1f} {simulated:12.1f} "
                    f"{(simulated / measured - 1) * 100:+8.2f}% {loo_text:>9}")
     if report.leave_one_out:
         errors = [abs(v) for v in report.leave_one_out.values() if v is not None]

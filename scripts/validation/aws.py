@@ -217,6 +217,39 @@ def instruction_cases() -> list[Case]:
 
 # --- section 1: whole kernels -------------------------------------------------------------------
 
+#: AWS's matmul ladder at [4096x8192]x[8192x8192] bf16 (SDK 2.20 table): (tutorial kernel,
+#: our rewrite, our rewrite's blocks, published ms, published engine activity). The first
+#: three are DMA-bound: scripts/calibrate_trn1.py fits ``dge_ns_per_element`` on them.
+LADDER = (
+    ("nki_matmul_tiled_", "tiled", {}, 51.80, "HFU 10.98 %"),
+    ("nki_matmul_hoist_load_", "hoisted", {}, 42.96, "HFU 13.24 %"),
+    ("nki_matmul_block_free_dimension_", "blocked_free", {"BLOCK_M": 2, "BLOCK_N": 2},
+     22.07, "HFU 26.51 %"),
+    ("nki_matmul_fully_optimized_", "matmul_strip",
+     {"BLOCK_M": 16, "BLOCK_N": 2, "BLOCK_K": 8}, 6.97, "HFU 85.24 %"),
+)
+
+#: Results-file case id of each DMA-bound ladder row (scripts/calibration/published_trn1.csv)
+#: -> AWS's tutorial kernel it names.
+LADDER_FIT_CASES = {f"aws_{name.rstrip('_')}": name for name, *_ in LADDER[:3]}
+
+
+def ladder_case_id(kernel_name: str) -> str:
+    """This set's case id of AWS's ladder kernel ``kernel_name``."""
+    return f"aws/AWS/matmul {kernel_name} [4096x8192]x[8192x8192] bf16"
+
+
+def ladder_fit_cases(tutorials: Path, options: dict[str, object]) -> list[Any]:
+    """The three DMA-bound ladder rows as calibrate fit cases (``dge_ns_per_element``'s):
+    AWS's kernels from ``tutorials``, zero inputs (timing reads no values), the set's compile
+    ``options``, mechanism ``dge``."""
+    from neuroncore_sim.calibrate.measure import LoadedCase
+    module = _aws(tutorials, "mm")
+    return [LoadedCase(case, getattr(module, name), list(matmul_inputs()), dict(options),
+                       ("latency_ns",), mechanism="dge")
+            for case, name in LADDER_FIT_CASES.items()]
+
+
 def _latency(get: Callable[[], Callable], args: Callable[[], tuple], scale: float,
              **kwargs) -> Callable[[Any], dict]:
     def run(cfg):
@@ -249,15 +282,7 @@ def kernel_cases(tutorials: Path | None) -> list[Case]:
                             lambda: ((tutorials / TUTORIALS[aws_file]).read_text(),),
                             _latency(aws_get, args, scale), meta=dict(meta, key="AWS")))
 
-    ladder_steps = [
-        ("nki_matmul_tiled_", "tiled", {}, 51.80, "HFU 10.98 %"),
-        ("nki_matmul_hoist_load_", "hoisted", {}, 42.96, "HFU 13.24 %"),
-        ("nki_matmul_block_free_dimension_", "blocked_free", {"BLOCK_M": 2, "BLOCK_N": 2},
-         22.07, "HFU 26.51 %"),
-        ("nki_matmul_fully_optimized_", "matmul_strip",
-         {"BLOCK_M": 16, "BLOCK_N": 2, "BLOCK_K": 8}, 6.97, "HFU 85.24 %"),
-    ]
-    for aws_name, ours, blocks, ms, act in ladder_steps:
+    for aws_name, ours, blocks, ms, act in LADDER:
         strip = ours == "matmul_strip"
         add(f"matmul {aws_name} [4096x8192]x[8192x8192] bf16", ms, "ms", MM,
             "strip" if strip else "ladder",

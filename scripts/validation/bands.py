@@ -1,9 +1,9 @@
 """The error bands of the estimates (``neuroncore_sim.error_band``) from this report's cases,
 and the report's coverage section.
 
-Basis: with ``--fit``, each set's fit cases under the refit without that set (leave-one-set-out:
-errors of kernels the fit has not seen); without it, every primary case under the configs as
-they are. Instruction probes are left out (their estimate is one instruction's duration, not a
+Basis: leave-one-set-out residuals (errors of kernels the fit has not seen): with ``--fit``,
+each set's fit cases under that fit's refit without the set; without it, the shipped preset's
+(:mod:`.loso`: what its refit without a set is). Instruction probes are left out (their estimate is one instruction's duration, not a
 kernel's latency, and their bottleneck is not theirs). The report checks the shipped bands on
 every set (how many measured values fall inside their band) and, as a stricter check, bands
 built from the other sets only.
@@ -83,9 +83,11 @@ def section(rows: list[tuple[str, str, float, float]], data: dict[str, Any] | No
               "", "| group | cases | low | high |", "|---|---|---|---|"]
     for name, g in data["groups"].items():
         lines.append(f"| {name} | {g['cases']} | x{g['low']:.3f} | x{g['high']:.3f} |")
-    lines += ["", "Coverage: measured values of each set inside their band (the report's tables' "
-              "estimates); 'without the set': bands built from the other sets' basis cases "
-              "only.", "", "| set | inside the shipped band | inside a band without the set |",
+    lines += ["", "Coverage: measured values of each set inside the band around the report's "
+              "estimate (the preset, what a user sees): (a) the shipped band; (b) a band built "
+              "the same way from the other sets' basis cases only (the set's own residuals "
+              "left out).", "",
+              "| set | (a) inside the shipped band | (b) inside a band without the set |",
               "|---|---|---|"]
     shipped = coverage(rows, data)
     for s, (hit, total) in shipped.items():
