@@ -77,26 +77,21 @@ class _Memory:
         self.live = dict.fromkeys(self.capacity, 0)
         self.live_peak = dict.fromkeys(self.capacity, 0)
 
-    def fits(self, k: int) -> bool:
-        """Whether opening instruction ``k``'s new tiles keeps every memory's rings (the sum of
-        the sites' most tiles open) within capacity."""
-        extra = dict.fromkeys(self.capacity, 0)
-        for site, space, size, _ in self.opens[k]:
-            if self.open[site] + 1 > self.peak[site]:
-                extra[space] += size
-        return all(not extra[m] or self.demand[m] + extra[m] <= self.capacity[m]
-                   for m in extra)
-
-    def fits_live(self, k: int) -> bool:
+    def fits(self, k: int, rings: bool) -> bool:
         """Whether instruction ``k``'s new tiles fit beside the tiles live now (what placement
-        by live range needs: the least any allocation needs)."""
-        extra = dict.fromkeys(self.capacity, 0)
-        for _, space, size, _ in self.opens[k]:
-            extra[space] += size
-        return all(not extra[m] or self.live[m] + extra[m] <= self.capacity[m]
-                   for m in extra)
+        by live range needs: the least any allocation needs) and, with ``rings``, also keep
+        every memory's rings (the sum of the sites' most tiles open) within capacity."""
+        live = dict.fromkeys(self.capacity, 0)
+        ring = dict.fromkeys(self.capacity, 0)
+        for site, space, size, _ in self.opens[k]:
+            live[space] += size
+            if self.open[site] + 1 > self.peak[site]:
+                ring[space] += size
+        return all((not live[m] or self.live[m] + live[m] <= cap)
+                   and (not rings or not ring[m] or self.demand[m] + ring[m] <= cap)
+                   for m, cap in self.capacity.items())
 
-    def schedule(self, ins: Instruction, k: int) -> bool:
+    def schedule(self, k: int) -> bool:
         """Open ``k``'s new tiles, close those it is the last use of; whether any closed."""
         closed = False
         for site, space, size, _ in self.opens[k]:
@@ -173,8 +168,8 @@ def memory_demand(instrs: list[Instruction], config: NeuronCoreConfig,
     the most bytes of tiles live at once (what placement by live range needs at least).
     ``tables``: a _Memory's of ``instrs``, when the caller has one."""
     memory = _Memory(instrs, config, tables)
-    for k, ins in enumerate(instrs):
-        memory.schedule(ins, k)
+    for k in range(len(instrs)):
+        memory.schedule(k)
     sites = memory.tables[4]
     return memory.demand, {sites[site]: (memory.site_space[site], b)
                            for site, b in memory.site_bytes.items()}, memory.live_peak
@@ -381,12 +376,11 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
         k = heapq.heappop(r)
         # An engine's first unscheduled instruction waits only while its tiles do not fit
         # beside the live ones; a later one also while it would grow the rings past capacity
-        if k != forced and not (memory.fits_live(k)
-                                and (qpos[k] == head[q] or memory.fits(k))):
+        if k != forced and not memory.fits(k, rings=qpos[k] != head[q]):
             held[q].append(k)  # (taken again when its engine moves on or memory is freed)
             heapq.heappush(agenda, (next_start(q), q))
             continue
-        closed = memory.schedule(instrs[k], k)
+        closed = memory.schedule(k)
         start[k], done[k] = t, True
         scheduled += 1
         occupy, visible = cost[k]
