@@ -20,6 +20,12 @@ stays on VectorE (ScalarE takes one input tensor); GpSimd is left out (NKIBench:
 under 3 % on every kernel). The estimate is the docs' per-instruction cycles: N per input
 tensor (``max(MIN_II, .)``), 8N for a VectorE reciprocal, at each engine's clock
 (:func:`estimate_ns`; the timing model's own costs are finer).
+
+A float copy out of PSUM (``nl.copy`` / ``tensor_copy`` of a matmul result) goes to ScalarE
+whatever the balance: on the four NKIBench kernels whose only engine-free work is such copies
+(bmm, matmul_M4096_N12288, transpose_matmul, rmsnorm_matmul), the profiles show ScalarE 4-37 %
+active and VectorE 0-4 %, where a balance would split them evenly. (The docs give no reason;
+the measurement wins, docs/model.md "Engine choice".)
 Switch: ``config.compiler.balance_engines``.
 """
 
@@ -27,7 +33,7 @@ from __future__ import annotations
 
 from ..config import NeuronCoreConfig
 from ..dtypes import is_float
-from ..program.ir import Engine, Instruction, Opcode
+from ..program.ir import Engine, Instruction, MemSpace, Opcode
 from ..program.opcodes import ENGINE_PICKED
 
 #: Operators ScalarE's multiply-add stage computes (scale, bias) on NeuronCore-v2.
@@ -71,10 +77,17 @@ def scalar_can_run(ins: Instruction, config: NeuronCoreConfig) -> bool:
     return False
 
 
+def psum_copy(ins: Instruction) -> bool:
+    """Whether ``ins`` copies out of PSUM (what the compiler gives ScalarE)."""
+    return ins.opcode is Opcode.TENSOR_COPY and any(
+        a.space is MemSpace.PSUM for a in ins.srcs.values())
+
+
 def choose_engines(instrs: list[Instruction], config: NeuronCoreConfig,
                    skip: frozenset[int] | set[int] | dict[int, int] = frozenset()
                    ) -> list[Instruction]:
-    """``instrs`` with the movable ones on the engine that finishes them sooner (ids in
+    """``instrs`` with the movable ones on the engine that finishes them sooner, a copy out of
+    PSUM on ScalarE (ids in
     ``skip``, loop-invariant repeats that cost nothing, stay and count nothing)."""
     load = {Engine.VECTOR: 0.0, Engine.SCALAR: 0.0}
     out = []
@@ -82,7 +95,7 @@ def choose_engines(instrs: list[Instruction], config: NeuronCoreConfig,
         if ins.id not in skip:
             if scalar_can_run(ins, config):
                 v, s = (load[e] + estimate_ns(ins, e, config) for e in _BALANCED)
-                if s < v:
+                if s < v or psum_copy(ins):
                     ins = Instruction(ins.id, ins.opcode, Engine.SCALAR, ins.dsts, ins.srcs,
                                       ins.attrs, ins.loc, ins.mask, ins.instance, ins.loops)
             if ins.engine in load:

@@ -254,6 +254,29 @@ def test_balance_engines_moves_picked_scalings_to_scalare():
     assert fast.summary()["busy_ns"]["vector"] < slow.summary()["busy_ns"]["vector"]
 
 
+@nki.jit
+def evacuate_products(a, b):
+    """Four matmuls whose PSUM results are copied out with ``nl.copy`` (engine left to the
+    compiler), and nothing else on VectorE or ScalarE."""
+    out = nl.ndarray((512, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    for i in nl.affine_range(4):
+        ps = nl.matmul(nl.load(a[:, i * 128:(i + 1) * 128]), nl.load(b), transpose_x=True)
+        nl.store(out[i * 128:(i + 1) * 128, :], value=nl.copy(ps))
+    return out
+
+
+def test_copies_out_of_psum_go_to_scalare():
+    """A balance would put every other copy on VectorE (nothing else runs there); the compiler
+    gives ScalarE all of them (NKIBench profiles, docs/model.md "Engine choice")."""
+    prog = program_of(evacuate_products, nt.tensor[[128, 512], nl.bfloat16],
+                      nt.tensor[[128, 512], nl.bfloat16])
+    on = listing(prog, options())
+    assert sum(r == ("scalar", "tensor_copy", "") for r in on) == 4
+    assert not any(r[0] == "vector" for r in on)
+    off = listing(prog, options(balance_engines=False))
+    assert sum(r == ("vector", "tensor_copy", "") for r in off) == 4
+
+
 def test_an_engine_the_kernel_names_is_kept():
     @nki.jit
     def named(x):
