@@ -32,7 +32,7 @@ KIB = 1024
 
 #: Version of the timing model: changed by every commit that moves estimates (a recalibration, a
 #: new mechanism), so stored cycle baselines can tell a model change from a kernel regression.
-MODEL_VERSION = "2026.11.28.12"
+MODEL_VERSION = "2026.11.28.13"
 
 #: neuronx-cc releases whose behaviour the compile options can stand for -> the options that differ
 #: from CompileOptions' defaults. Setting ``toolchain`` sets these unless they are given too.
@@ -115,6 +115,7 @@ _RANGES: dict[str, tuple[float, float, str]] = {
     **{f"{e}_clock_hz": (1e6, 1e11, " (1 MHz to 100 GHz)")
        for e in ("tensor", "vector", "scalar", "gpsimd", "sync")},
     "max_instructions_per_launch": (1, 10**9, ""),
+    "tensor_sustained_fraction": (0.01, 1.0, " (a fraction of the documented TensorE rate)"),
 }
 #: Bounds of the other fields: numbers past them are typing errors, not hardware.
 _MAX_INT, _MAX_FLOAT = 10**12, 1e15
@@ -170,6 +171,7 @@ class NeuronCoreConfig:
 
     # --- pipeline latencies (assumptions, see docs/model.md) ----------------------------------
     tensor_pipeline_latency_ns: float
+    tensor_sustained_fraction: float
     load_stationary_latency_ns: float
     engine_pipeline_latency_cycles: int
     scalar_pipeline_latency_cycles: int
@@ -263,8 +265,10 @@ class NeuronCoreConfig:
             raise ConfigError(f"no clock for engine {engine!r}") from None
 
     def cycles_to_ns(self, engine: str, cycles: float) -> float:
-        """Convert a cycle count of ``engine`` to nanoseconds."""
-        return cycles * 1e9 / self.clock_hz(engine)
+        """Convert a cycle count of ``engine`` to nanoseconds (TensorE's documented cycles run
+        at ``tensor_sustained_fraction`` of its clock: docs/model.md, "TensorE sustained rate")."""
+        ns = cycles * 1e9 / self.clock_hz(engine)
+        return ns / self.tensor_sustained_fraction if engine == "tensor" else ns
 
     def fingerprint(self) -> str:
         """A short hash of every hardware field (the name left out): two configs with the same
@@ -306,8 +310,12 @@ TRN1 = NeuronCoreConfig(
     stride_penalty_min_bytes=16,  # source: [ARCH] most-minor free stride above 16 bytes
     # assumption (fitted, reports/validation.md): profile durations of single TensorE
     # instructions (MATMUL 128x96: 219 ns, 1-column MATMUL: 188 ns, TRANSPOSE: 195 ns, [PERF]
-    # fig18/21/26) minus their 128-cycle occupancy (45.7 ns), averaged
-    tensor_pipeline_latency_ns=155.0,
+    # fig18/21/26) minus their 128-cycle occupancy (53.6 ns at the sustained rate), averaged
+    tensor_pipeline_latency_ns=147.0,
+    # measured: [MMTUT] the fully optimized matmul, TensorE its only busy engine, runs at HFU
+    # 85.24 % of the documented peak; Autocomp's gemm v5 (bf16, SDK 2.26) 86.1 %, NKIBench's
+    # transpose_matmul (fp32) 83-87 %: TensorE streams at this fraction of max(N, 64) cycles
+    tensor_sustained_fraction=0.8524,
     # assumption (fitted, one figure): [PERF] fig20 profiles a LoadStationary of 1 element per
     # partition lasting 67 ns against its 0.1 ns of occupancy: the time until the weights sit
     # in the PE array. No instruction waits on it (MultiplyMoving streams behind the weights;

@@ -19,7 +19,8 @@ from neuroncore_sim.compiler.passes import compile_program
 from neuroncore_sim.timing.engines import simulate_timing
 
 ALL = slice(None)
-VEC, SCA, TEN = 1.12, 1.4, 2.8  # GHz
+#: GHz; TensorE runs its documented cycles at tensor_sustained_fraction of 2.8 GHz
+VEC, SCA, TEN = 1.12, 1.4, 2.8 * TRN1.tensor_sustained_fraction
 SEM = TRN1.semaphore_latency_ns
 
 

@@ -11,7 +11,7 @@ from programs import Builder, acc
 from neuroncore_sim.config import TRN1
 from neuroncore_sim.timing.engines import simulate_timing
 
-TEN = 2.8  # GHz
+TEN = 2.8 * TRN1.tensor_sustained_fraction  # GHz: documented cycles at the sustained rate
 
 
 def _stream(n_moving: int, count: int = 8):
