@@ -173,6 +173,8 @@ def _with_spills(instrs: list[Instruction], sp: SpillPlan, decls: dict[int, Tens
             if op.key not in scratch:
                 scratch[op.key] = _spill_accesses(op.key, t, ids)
             tile, away = scratch[op.key]
+            if op.cols is not None:  # a streamed tile: the columns its reader reads
+                tile, away = _columns(tile, away, *op.cols)
             save = op.kind in (SPILL_SAVE, PSUM_SPILL_SAVE)
             src, dst = (tile, away) if save else (away, tile)
             if t.space is MemSpace.PSUM:  # out through VectorE into SBUF (no DMA reaches PSUM)
@@ -191,6 +193,15 @@ def _with_spills(instrs: list[Instruction], sp: SpillPlan, decls: dict[int, Tens
             takes.setdefault(ins.id, []).extend(sp.takes[i])
         out.append(ins)
     return out
+
+
+def _columns(tile: Access, away: Access, start: int, n: int) -> tuple[Access, Access]:
+    """``tile`` and ``away`` narrowed to ``n`` of their columns from ``start`` (every
+    partition)."""
+    (prow, rows), _ = tile.pattern
+    (arow, _), _ = away.pattern
+    return (Access(tile.tensor, tile.offset + start, ((prow, rows), (1, n))),
+            Access(away.tensor, away.offset + start, ((arow, rows), (1, n))))
 
 
 def _spill_accesses(key: int, t: TensorDecl, ids: NewIds) -> tuple[Access, Access]:

@@ -42,7 +42,7 @@ from typing import Callable
 from ..errors import CapacityError
 from ..program.ir import Instruction, MemSpace, Opcode, TensorDecl
 from ..program.opcodes import DMA_OPCODES
-from .tiles import access_keys
+from .tiles import access_keys, tile_cols
 
 #: Opcodes of the spill DMAs the compiler adds: SBUF to HBM and back. Their Instruction is a
 #: dma_copy; the timing model's events name them.
@@ -57,6 +57,12 @@ SPILL_REMAT = "spill_remat"
 
 _NEVER = 1 << 62  # next use of a tile with none left
 
+#: A hoisted input site whose tiles live at once take more than this share of the memory is
+#: streamed once one of its tiles is evicted (assumption from one measurement: NKIBench's
+#: matmul_M4096_N12288 reads its 160 KiB-per-partition right-hand side, of 176 KiB, again for
+#: every matmul; docs/model.md, "Spilling").
+STREAMED_SITE_SHARE = 0.5
+
 
 @dataclass(frozen=True, slots=True)
 class SpillOp:
@@ -69,12 +75,15 @@ class SpillOp:
         key: the tile (:mod:`.tiles` key).
         takes: for a reload, the tiles whose memory it takes (it waits for their accesses).
         memsets: for a remat, the indices of the memsets that filled the tile.
+        cols: for a reload of a streamed tile, the columns its reader reads (start within the
+            tile, count); None: the whole tile.
     """
 
     kind: str
     key: int
     takes: tuple[int, ...] = ()
     memsets: tuple[int, ...] = ()
+    cols: tuple[int, int] | None = None
 
 
 @dataclass(slots=True)
@@ -147,6 +156,9 @@ def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[in
     dirty: set[int] = set()  # written since its last save
     saved: set[int] = set()  # has an HBM copy
     const: dict[int, list[int]] = {}  # tile -> the memsets that alone filled it
+    from_input: set[int] = set()  # filled by loads of kernel inputs alone (reloadable)
+    streamed: set[object] = set()  # sites whose input tiles are loaded again at each read
+    hoisted = _hoisted(instrs, loaded, uses, decls, size, capacity)
     ends: list[tuple[int, int]] = []  # (last use, key) of tiles placed
     free: deque[list[int]] = deque([[capacity, -1]])  # [bytes, last holder] oldest first
     used = out_bytes = 0
@@ -168,6 +180,8 @@ def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[in
                 continue
             while used + size[k] > capacity:
                 v = evictable.victim(resident, need, i)
+                if v in hoisted and v in from_input and v not in dirty:
+                    streamed.add(_site(decls[v]))
                 used -= resident.pop(v)
                 free.append([size[v], v])
                 out.add(v)
@@ -193,11 +207,19 @@ def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[in
                     plan.remat_sites[site] = plan.remat_sites.get(site, 0) + nbytes
                     holders = ()
                 elif k in saved:  # (a tile never written has nothing to bring back)
-                    plan.before.setdefault(i, []).append(SpillOp(reload_kind, k, holders))
-                    plan.reload_bytes += size[k] * decls[k].rows
+                    cols = None
+                    if (k in from_input and k in hoisted and _site(decls[k]) in streamed
+                            and k not in written[i] and k not in loaded[i]):
+                        cols = _read_cols(instrs[i], k, decls[k], split)
+                    nbytes = size[k] * decls[k].rows
+                    if cols is not None:
+                        lo, hi = tile_cols(k, decls[k])
+                        nbytes = nbytes * cols[1] // (hi - lo)
+                    plan.before.setdefault(i, []).append(SpillOp(reload_kind, k, holders,
+                                                                 cols=cols))
+                    plan.reload_bytes += nbytes
                     site = str(decls[k].site) if decls[k].site is not None else decls[k].name
-                    plan.reloaded_sites[site] = (plan.reloaded_sites.get(site, 0)
-                                                 + size[k] * decls[k].rows)
+                    plan.reloaded_sites[site] = plan.reloaded_sites.get(site, 0) + nbytes
                     holders = ()
             else:
                 heapq.heappush(ends, (last[k], k))
@@ -211,20 +233,89 @@ def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[in
         for k in written[i]:
             dirty.add(k)
             const.pop(k, None)
+            from_input.discard(k)
         for k in memset[i]:  # a constant unless it holds computed values
             if k not in dirty:
                 const.setdefault(k, []).append(i)
         for k in loaded[i]:  # filled from an input: reloadable from it unless already dirty
             if k not in dirty:
                 saved.add(k)
+                from_input.add(k)
         for k in need:  # (their next use and eviction cost change only here)
             u = uses[k]
             j = bisect.bisect_right(u, i)
             evictable.push(k, u[j] if j < len(u) else _NEVER, resident[k],
                            _eviction_bytes(k, size[k] * decls[k].rows, dirty, saved, const))
+        for k in need:  # a streamed site's tile leaves after each read (clean: no save)
+            if (k in resident and k in from_input and k in hoisted and k not in dirty
+                    and _site(decls[k]) in streamed and k not in loaded[i]):
+                used -= resident.pop(k)
+                free.append([size[k], k])
+                out.add(k)
+                out_bytes += size[k]
     for ops in plan.before.values():  # saves free memory the reloads take: saves first
         ops.sort(key=lambda op: op.kind != save_kind)
     return plan
+
+
+def _hoisted(instrs: list[Instruction], loaded: list[tuple[int, ...]],
+             uses: dict[int, list[int]], decls: dict[int, TensorDecl], size: dict[int, int],
+             capacity: int) -> set[int]:
+    """The tiles the compiler streams once one of them is evicted: tiles loaded from a kernel
+    input outside a loop that reads them in more than one of its iterations (a load the
+    kernel hoisted out of the loop), of an allocation site whose such tiles live at once take
+    more than STREAMED_SITE_SHARE of ``capacity`` (docs/model.md, "Spilling")."""
+    out: set[int] = set()
+    for i, keys in enumerate(loaded):
+        if not keys:
+            continue
+        around = {loop for loop, _ in instrs[i].loops}
+        for k in keys:
+            seen: dict[int, int] = {}
+            for j in uses.get(k, ()):
+                for loop, it in instrs[j].loops:
+                    if loop not in around and seen.setdefault(loop, it) != it:
+                        out.add(k)
+                        break
+                if k in out:
+                    break
+    events: dict[object, list[tuple[int, int]]] = {}  # site -> (index, +-bytes) of its tiles
+    for k in out:
+        u = uses[k]
+        events.setdefault(_site(decls[k]), []).extend(((u[0], size[k]), (u[-1] + 1, -size[k])))
+    big: set[object] = set()
+    for site, ev in events.items():
+        live = peak = 0
+        for _, b in sorted(ev):
+            live += b
+            peak = max(peak, live)
+        if peak > STREAMED_SITE_SHARE * capacity:
+            big.add(site)
+    return {k for k in out if _site(decls[k]) in big}
+
+
+def _site(t: TensorDecl) -> object:
+    """A tile's allocation site (the tensor without one)."""
+    return t.site if t.site is not None else t.id
+
+
+def _read_cols(ins: Instruction, k: int, t: TensorDecl, split: dict[int, int]
+               ) -> tuple[int, int] | None:
+    """The columns of tile ``k`` that ``ins`` reads, (start within the tile, count), when it
+    reads one run of columns across all the tile's partitions; None otherwise."""
+    lo, hi = tile_cols(k, t)
+    for a in ins.srcs.values():
+        if a.tensor.id != t.id or k not in access_keys(a, split[t.id]):
+            continue
+        pat = a.pattern
+        if (len(pat) != 2 or tuple(pat[0]) != (t.row_size, t.rows) or pat[1][0] != 1
+                or a.offset >= t.row_size):
+            return None
+        start, n = a.offset, pat[1][1]
+        if lo <= start and start + n <= hi:
+            return start - lo, n
+        return None
+    return None
 
 
 def _take(free: deque[list[int]], nbytes: int) -> tuple[int, ...]:
