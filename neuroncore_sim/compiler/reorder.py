@@ -373,11 +373,18 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
         w, r = waiting[q], ready[q]
         while w and w[0][0] <= t:
             heapq.heappush(r, heapq.heappop(w)[1])
-        k = heapq.heappop(r)
+        k: int | None = heapq.heappop(r)
         # An engine's first unscheduled instruction waits only while its tiles do not fit
         # beside the live ones; a later one also while it would grow the rings past capacity
-        if k != forced and not memory.fits(k, rings=qpos[k] != head[q]):
+        while k != forced and not memory.fits(k, rings=qpos[k] != head[q]):
             held[q].append(k)  # (taken again when its engine moves on or memory is freed)
+            # Speed (same order): with candidates left, this engine's next start is its
+            # busy_until, no later than t, so the agenda would give it the next turn anyway,
+            # at the same ``now`` and with nothing new waiting: its next candidate is tried here
+            k = heapq.heappop(r) if r else None
+            if k is None:
+                break
+        if k is None:  # every candidate held
             heapq.heappush(agenda, (next_start(q), q))
             continue
         closed = memory.schedule(k)
