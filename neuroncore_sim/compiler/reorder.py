@@ -65,7 +65,7 @@ class _Memory:
                          MemSpace.PSUM: config.psum_bytes_per_partition}
         # ``tables``: those of another _Memory of the same instructions (read only: shared)
         self.tables = tables if tables is not None else _tables(instrs, config)
-        self.opens, uses, self.sizes, self.touches, sites = self.tables
+        self.opens, uses, self.sizes, self.touches, sites, self.new_bytes = self.tables
         self.uses = dict(uses)  # tensor id -> instructions still to schedule
         # per site (numbered: _tables), its tiles open now and at most
         self.open = [0] * len(sites)
@@ -81,15 +81,19 @@ class _Memory:
         """Whether instruction ``k``'s new tiles fit beside the tiles live now (what placement
         by live range needs: the least any allocation needs) and, with ``rings``, also keep
         every memory's rings (the sum of the sites' most tiles open) within capacity."""
-        live = dict.fromkeys(self.capacity, 0)
-        ring = dict.fromkeys(self.capacity, 0)
+        capacity = self.capacity
+        for m, size in self.new_bytes[k]:  # (each memory's new tiles, summed once: _tables)
+            if self.live[m] + size > capacity[m]:
+                return False
+        if not rings:
+            return True
+        ring: dict[MemSpace, int] = {}
+        open_, peak = self.open, self.peak
         for site, space, size, _ in self.opens[k]:
-            live[space] += size
-            if self.open[site] + 1 > self.peak[site]:
-                ring[space] += size
-        return all((not live[m] or self.live[m] + live[m] <= cap)
-                   and (not rings or not ring[m] or self.demand[m] + ring[m] <= cap)
-                   for m, cap in self.capacity.items())
+            if open_[site] >= peak[site]:  # (the site's ring grows)
+                ring[space] = ring.get(space, 0) + size
+        return all(not size or self.demand[m] + size <= capacity[m]
+                   for m, size in ring.items())
 
     def schedule(self, k: int) -> bool:
         """Open ``k``'s new tiles, close those it is the last use of; whether any closed."""
@@ -117,9 +121,11 @@ class _Memory:
 #: What a _Memory reads of its instructions: per instruction the tiles it opens (site number,
 #: memory, bytes, tensor id); per tensor id its uses; per tensor id its site number, memory and
 #: bytes; per instruction the tensor ids of its tracked accesses (one per access); the sites
-#: (``TensorDecl.site``, or the tensor id without one), by number.
+#: (``TensorDecl.site``, or the tensor id without one), by number; per instruction the bytes
+#: its new tiles take in each memory (the memories where they take any).
 _Tables = tuple[list[list[tuple[int, MemSpace, int, int]]], dict[int, int],
-                dict[int, tuple[int, MemSpace, int]], list[tuple[int, ...]], list[object]]
+                dict[int, tuple[int, MemSpace, int]], list[tuple[int, ...]], list[object],
+                list[tuple[tuple[MemSpace, int], ...]]]
 
 
 def _tables(instrs: list[Instruction], config: NeuronCoreConfig) -> _Tables:
@@ -156,7 +162,16 @@ def _tables(instrs: list[Instruction], config: NeuronCoreConfig) -> _Tables:
             sizes[tid] = site, t.space, size
             opens[k].append((site, t.space, size, tid))
         touches.append(tuple(touched))
-    return opens, uses, sizes, touches, list(numbers)
+    new_bytes = [_per_memory(o) for o in opens]
+    return opens, uses, sizes, touches, list(numbers), new_bytes
+
+
+def _per_memory(opens: list[tuple[int, MemSpace, int, int]]) -> tuple[tuple[MemSpace, int], ...]:
+    """The bytes of the tiles ``opens`` in each memory where they take any."""
+    total: dict[MemSpace, int] = {}
+    for _, space, size, _ in opens:
+        total[space] = total.get(space, 0) + size
+    return tuple((m, size) for m, size in total.items() if size)
 
 
 def memory_demand(instrs: list[Instruction], config: NeuronCoreConfig,
