@@ -31,6 +31,7 @@ Switch: ``config.compiler.reorder`` (and a kernel under ``no_reorder`` is not re
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 
 from ..config import NeuronCoreConfig
@@ -230,9 +231,10 @@ def _accumulated(ins: Instruction) -> tuple | None:
     if ins.opcode is Opcode.NC_MATMUL:
         return None
     for d in ins.dsts.values():
+        tid = d.tensor.id
         for a in ins.srcs.values():
-            if (a.tensor.id, a.offset, a.pattern) == (d.tensor.id, d.offset, d.pattern):
-                return d.tensor.id, d.offset, d.pattern
+            if a.tensor.id == tid and a.offset == d.offset and a.pattern == d.pattern:
+                return tid, d.offset, d.pattern
     return None
 
 
@@ -264,36 +266,41 @@ def _chain_key(ins: Instruction, carried: set[int]) -> tuple:
     return ins.loops
 
 
-def _graph(instrs: list[Instruction], repeats: dict[int, int]
+def _graph(instrs: list[Instruction], repeats: dict[int, int], qof: list[str]
            ) -> list[list[tuple[int, bool]]]:
     """Per instruction (by position), its successors as (position, is_raw): the hazards of the
     accesses in program order, the program order of one iteration's instructions on one
     queue (DMAs excepted: the hardware issues them as their data allows), and, for a
     loop-invariant repeat (``repeats``: its id -> the first computation's), the first: its
-    readers read the first's result (hoist.py), so the repeat must not go before it."""
-    pos = {ins.id: k for k, ins in enumerate(instrs)}
+    readers read the first's result (hoist.py), so the repeat must not go before it.
+    ``qof``: each instruction's queue."""
     succ: list[list[tuple[int, bool]]] = [[] for _ in instrs]
-    live = _LiveAccesses()
-    written = {a.tensor.id for i in instrs for a in i.dsts.values() if a.space is MemSpace.HBM}
+    live = _LiveAccesses()  # (which knows the instructions by position: ids are not needed)
+    hbm = MemSpace.HBM
+    written = {a.tensor.id for i in instrs for a in i.dsts.values() if a.tensor.space is hbm}
+    pos = {ins.id: k for k, ins in enumerate(instrs)} if repeats else {}
     last: dict[tuple[str, tuple], int] = {}
     carried = _carried_loops(instrs)
+    matmul = Opcode.NC_MATMUL
     for k, ins in enumerate(instrs):
         found: dict[int, int] = {}
         for a in ins.srcs.values():
-            if a.tensor.space is not MemSpace.HBM or a.tensor.id in written:
-                live.read(a, ins.id, found)
-        if ins.opcode is Opcode.NC_MATMUL and ins.attrs.get("accumulate"):
-            live.read(ins.out, ins.id, found)
+            t = a.tensor
+            if t.space is not hbm or t.id in written:
+                live.read(a, k, found)
+        if ins.opcode is matmul and ins.attrs.get("accumulate"):
+            live.read(ins.out, k, found)
         for a in ins.dsts.values():
-            live.write(a, ins.id, found)
+            live.write(a, k, found)
         for p, kind in found.items():
-            succ[pos[p]].append((k, kind == RAW))
-        first = repeats.get(ins.id)
-        if first is not None and first in pos:
-            succ[pos[first]].append((k, False))
-        q = queue_name(ins)
+            succ[p].append((k, kind == RAW))
+        if repeats:
+            first = repeats.get(ins.id)
+            if first is not None and first in pos:
+                succ[pos[first]].append((k, False))
+        q = qof[k]
         if q != DMA_QUEUE:
-            key = q, _chain_key(ins, carried)
+            key = q, (_chain_key(ins, carried) if carried else ins.loops)
             prev = last.get(key)
             if prev is not None:
                 succ[prev].append((k, False))
@@ -309,7 +316,8 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
     n = len(instrs)
     if n < 2 or all(ins.loops == instrs[0].loops for ins in instrs):
         return instrs  # one iteration (or none): every queue keeps its program order
-    succ = _graph(instrs, free)
+    qof = [queue_name(ins) for ins in instrs]
+    succ = _graph(instrs, free, qof)
     indeg = [0] * n
     for s in succ:
         for k, _ in s:
@@ -317,7 +325,6 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
     memo: dict[tuple, tuple[float, float]] = {}
     cost = [(0.0, 0.0) if ins.id in free else _estimate(ins, config, memo) for ins in instrs]
     queues: dict[str, list[int]] = {}
-    qof = [queue_name(ins) for ins in instrs]
     qpos = [0] * n
     for k, q in enumerate(qof):
         qpos[k] = len(queues.setdefault(q, []))
@@ -354,10 +361,18 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
         heapq.heappush(waiting[q], (ready_t[k], k))
         heapq.heappush(agenda, (next_start(q), q))
 
+    # The held instructions woken together wait as one entry, (t, a batch number from n on),
+    # and join the ready ones at once (speed: most wakes find them still too big; the same
+    # candidates at the same times as with an entry each)
+    batches: dict[int, list[int]] = {}
+    numbers = itertools.count(n)
+
     def wake(q: str, t: float) -> None:  # the held ones get another look from time t
-        for h in held[q]:
-            heapq.heappush(waiting[q], (t, h))
-        held[q].clear()
+        if held[q]:
+            b = next(numbers)
+            batches[b] = held[q]
+            held[q] = []
+            heapq.heappush(waiting[q], (t, b))
         heapq.heappush(agenda, (next_start(q), q))
 
     for k in range(n):
@@ -387,7 +402,12 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
         t = now = max(now, t)
         w, r = waiting[q], ready[q]
         while w and w[0][0] <= t:
-            heapq.heappush(r, heapq.heappop(w)[1])
+            k = heapq.heappop(w)[1]
+            if k < n:
+                heapq.heappush(r, k)
+            else:  # a batch of woken ones
+                r.extend(batches.pop(k))
+                heapq.heapify(r)
         k: int | None = heapq.heappop(r)
         # An engine's first unscheduled instruction waits only while its tiles do not fit
         # beside the live ones; a later one also while it would grow the rings past capacity
