@@ -93,18 +93,22 @@ class _Memory:
         for site, space, size, _ in self.opens[k]:
             if open_[site] >= peak[site]:  # (the site's ring grows)
                 ring[space] = ring.get(space, 0) + size
-        return all(not size or self.demand[m] + size <= capacity[m]
-                   for m, size in ring.items())
+        for m, size in ring.items():
+            if size and self.demand[m] + size > capacity[m]:
+                return False
+        return True
 
     def schedule(self, k: int) -> bool:
         """Open ``k``'s new tiles, close those it is the last use of; whether any closed."""
         closed = False
+        live, open_, peak = self.live, self.open, self.peak
         for site, space, size, _ in self.opens[k]:
-            self.live[space] += size
-            self.live_peak[space] = max(self.live_peak[space], self.live[space])
-            n = self.open[site] = self.open[site] + 1
-            if n > self.peak[site]:
-                self.peak[site] = n
+            now = live[space] = live[space] + size
+            if now > self.live_peak[space]:
+                self.live_peak[space] = now
+            n = open_[site] = open_[site] + 1
+            if n > peak[site]:
+                peak[site] = n
                 self.demand[space] += size
                 self.site_bytes[site] = self.site_bytes.get(site, 0) + size
                 self.site_space[site] = space
@@ -113,8 +117,8 @@ class _Memory:
             left = uses[tid] = uses[tid] - 1
             if left == 0:
                 site, space, size = self.sizes[tid]
-                self.open[site] -= 1
-                self.live[space] -= size
+                open_[site] -= 1
+                live[space] -= size
                 closed = True
         return closed
 
@@ -215,9 +219,10 @@ def estimate_ns(ins: Instruction, config: NeuronCoreConfig) -> tuple[float, floa
 def _estimate(ins: Instruction, config: NeuronCoreConfig,
               memo: dict[tuple, tuple[float, float]]) -> tuple[float, float]:
     """:func:`estimate_ns`, remembered by what it depends on (a loop repeats its shapes)."""
+    out = ins.dsts.get("out")
     key = (ins.opcode, ins.engine, ins.attrs.get("auto_cast"),
-           tuple((r, a.free_size, a.nbytes, a.dtype) for r, a in ins.srcs.items()),
-           ins.out.free_size if "out" in ins.dsts else 0)
+           tuple([(r, a.free_size, a.nbytes, a.dtype) for r, a in ins.srcs.items()]),
+           out.free_size if out is not None else 0)
     got = memo.get(key)
     if got is None:
         got = memo[key] = estimate_ns(ins, config)
@@ -411,7 +416,7 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
         k: int | None = heapq.heappop(r)
         # An engine's first unscheduled instruction waits only while its tiles do not fit
         # beside the live ones; a later one also while it would grow the rings past capacity
-        while k != forced and not memory.fits(k, rings=qpos[k] != head[q]):
+        while k != forced and not memory.fits(k, qpos[k] != head[q]):
             held[q].append(k)  # (taken again when its engine moves on or memory is freed)
             # Speed (same order): with candidates left, this engine's next start is its
             # busy_until, no later than t, so the agenda would give it the next turn anyway,
