@@ -144,30 +144,34 @@ def _tables(instrs: list[Instruction], config: NeuronCoreConfig) -> _Tables:
     numbers: dict[object, int] = {}  # site -> its number
     touches: list[tuple[int, ...]] = []
     untracked: set[int] = set()  # HBM tensors, directly allocated tiles
+    sbuf, psum = MemSpace.SBUF, MemSpace.PSUM
     for k, ins in enumerate(instrs):
         touched = []
-        for a in (*ins.srcs.values(), *ins.dsts.values()):
-            tid = a.tensor.id
-            n = uses.get(tid)
-            if n is not None:
-                uses[tid] = n + 1
+        for operands in (ins.srcs, ins.dsts):  # (sources first)
+            for a in operands.values():
+                t = a.tensor
+                tid = t.id
+                n = uses.get(tid)
+                if n is not None:
+                    uses[tid] = n + 1
+                    touched.append(tid)
+                    continue
+                if tid in untracked:
+                    continue
+                space = t.space
+                if (space is not sbuf and space is not psum or t.kind != "tile"
+                        or t.placement is not None):
+                    untracked.add(tid)
+                    continue
+                uses[tid] = 1
                 touched.append(tid)
-                continue
-            if tid in untracked:
-                continue
-            t = a.tensor
-            if (t.space is not MemSpace.SBUF and t.space is not MemSpace.PSUM
-                    or t.kind != "tile" or t.placement is not None):
-                untracked.add(tid)
-                continue
-            uses[tid] = 1
-            touched.append(tid)
-            size = t.row_bytes if t.space is MemSpace.SBUF else _psum_bytes(t, bank)
-            site = numbers.setdefault(t.site or tid, len(numbers))
-            sizes[tid] = site, t.space, size
-            opens[k].append((site, t.space, size, tid))
+                size = t.row_bytes if space is sbuf else _psum_bytes(t, bank)
+                site = numbers.setdefault(t.site or tid, len(numbers))
+                sizes[tid] = site, space, size
+                opens[k].append((site, space, size, tid))
         touches.append(tuple(touched))
-    new_bytes = [_per_memory(o) for o in opens]
+    new_bytes = [_per_memory(o) if len(o) > 1 else ((o[0][1], o[0][2]),) if o and o[0][2] else ()
+                 for o in opens]  # (one tile or none, most instructions: without the call)
     return opens, uses, sizes, touches, list(numbers), new_bytes
 
 
@@ -358,7 +362,8 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
         if ready[q]:
             return busy_until[q]
         if waiting[q]:
-            return max(busy_until[q], waiting[q][0][0])
+            b, w = busy_until[q], waiting[q][0][0]
+            return b if b >= w else w  # (max(), without the call: speed)
         return math.inf
 
     def offer(k: int) -> None:  # released and inside its queue's window: a candidate
@@ -404,7 +409,7 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
             continue  # a stale entry
         # (an engine whose own clock is behind starts no earlier than the scheduler has got:
         # the stream is sorted by start, which must follow the memory accounting's order)
-        t = now = max(now, t)
+        t = now = now if now >= t else t  # (max(), without the call)
         w, r = waiting[q], ready[q]
         while w and w[0][0] <= t:
             k = heapq.heappop(w)[1]
@@ -449,7 +454,9 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
             # on TensorE, whose accumulation chains are pipelined): the scheduler fills the
             # gap with independent work when it has some (timing/engines.py)
             near = qof[s] == q and (not raw or q == "tensor")
-            ready_t[s] = max(ready_t[s], t + (occupy if near else visible))
+            seen = t + (occupy if near else visible)
+            if seen > ready_t[s]:
+                ready_t[s] = seen
             indeg[s] -= 1
             if indeg[s] == 0:
                 released[s] = True
