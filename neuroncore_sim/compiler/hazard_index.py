@@ -250,8 +250,9 @@ class LiveAccesses:
                   found: dict[int, int]) -> None:
         """Record a write of ``entry`` in the buckets ``keys``."""
         r_lo, r_hi, c_lo, c_hi, me = entry
+        writes, reads = self.writes, self.reads
         for key in keys:
-            for kind, table in ((WAW, self.writes), (WAR, self.reads)):
+            for kind, table in ((WAW, writes), (WAR, reads)):
                 live = table.get(key)
                 if not live:
                     continue
@@ -265,4 +266,8 @@ class LiveAccesses:
                             and e_chi <= c_hi):
                         keep.append(old)
                 table[key] = keep
-            self.writes.setdefault(key, []).append(entry)
+            mine = writes.get(key)
+            if mine is None:
+                writes[key] = [entry]
+            else:
+                mine.append(entry)
