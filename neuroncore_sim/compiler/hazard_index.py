@@ -193,12 +193,25 @@ class LiveAccesses:
         """Record a read; RAW edges from the overlapping live writes. Returns their
         producers."""
         hits: list[int] = []
-        if a.tensor.placement is None:  # its one region: the access's bounds
-            self._read_at(self._access_keys(a), (a.row_lo, a.row_hi, a.col_lo, a.col_hi, me),
-                          found, hits)
-        else:
+        if a.tensor.placement is not None:
             for region in regions(a):
                 self._read(region, me, found, hits)
+            return hits
+        # its one region, the access's bounds: _read_at's loop, inline (the hazard passes' most
+        # frequent call: speed)
+        r_lo, r_hi, c_lo, c_hi = a.row_lo, a.row_hi, a.col_lo, a.col_hi
+        entry = (r_lo, r_hi, c_lo, c_hi, me)
+        writes, reads = self.writes, self.reads
+        for key in self._access_keys(a):
+            for w_rlo, w_rhi, w_clo, w_chi, j in writes.get(key, ()):
+                if w_rlo < r_hi and r_lo < w_rhi and w_clo < c_hi and c_lo < w_chi and j != me:
+                    found[j] = RAW
+                    hits.append(j)
+            live = reads.get(key)
+            if live is None:
+                reads[key] = [entry]
+            else:
+                live.append(entry)
         return hits
 
     def write(self, a: Access, me: int, found: dict[int, int]) -> None:
@@ -237,8 +250,9 @@ class LiveAccesses:
                   found: dict[int, int]) -> None:
         """Record a write of ``entry`` in the buckets ``keys``."""
         r_lo, r_hi, c_lo, c_hi, me = entry
+        writes, reads = self.writes, self.reads
         for key in keys:
-            for kind, table in ((WAW, self.writes), (WAR, self.reads)):
+            for kind, table in ((WAW, writes), (WAR, reads)):
                 live = table.get(key)
                 if not live:
                     continue
@@ -252,4 +266,8 @@ class LiveAccesses:
                             and e_chi <= c_hi):
                         keep.append(old)
                 table[key] = keep
-            self.writes.setdefault(key, []).append(entry)
+            mine = writes.get(key)
+            if mine is None:
+                writes[key] = [entry]
+            else:
+                mine.append(entry)

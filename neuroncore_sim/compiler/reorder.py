@@ -31,6 +31,7 @@ Switch: ``config.compiler.reorder`` (and a kernel under ``no_reorder`` is not re
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 
 from ..config import NeuronCoreConfig
@@ -65,7 +66,7 @@ class _Memory:
                          MemSpace.PSUM: config.psum_bytes_per_partition}
         # ``tables``: those of another _Memory of the same instructions (read only: shared)
         self.tables = tables if tables is not None else _tables(instrs, config)
-        self.opens, uses, self.sizes, self.touches, sites = self.tables
+        self.opens, uses, self.sizes, self.touches, sites, self.new_bytes = self.tables
         self.uses = dict(uses)  # tensor id -> instructions still to schedule
         # per site (numbered: _tables), its tiles open now and at most
         self.open = [0] * len(sites)
@@ -81,25 +82,33 @@ class _Memory:
         """Whether instruction ``k``'s new tiles fit beside the tiles live now (what placement
         by live range needs: the least any allocation needs) and, with ``rings``, also keep
         every memory's rings (the sum of the sites' most tiles open) within capacity."""
-        live = dict.fromkeys(self.capacity, 0)
-        ring = dict.fromkeys(self.capacity, 0)
+        capacity = self.capacity
+        for m, size in self.new_bytes[k]:  # (each memory's new tiles, summed once: _tables)
+            if self.live[m] + size > capacity[m]:
+                return False
+        if not rings:
+            return True
+        ring: dict[MemSpace, int] = {}
+        open_, peak = self.open, self.peak
         for site, space, size, _ in self.opens[k]:
-            live[space] += size
-            if self.open[site] + 1 > self.peak[site]:
-                ring[space] += size
-        return all((not live[m] or self.live[m] + live[m] <= cap)
-                   and (not rings or not ring[m] or self.demand[m] + ring[m] <= cap)
-                   for m, cap in self.capacity.items())
+            if open_[site] >= peak[site]:  # (the site's ring grows)
+                ring[space] = ring.get(space, 0) + size
+        for m, size in ring.items():
+            if size and self.demand[m] + size > capacity[m]:
+                return False
+        return True
 
     def schedule(self, k: int) -> bool:
         """Open ``k``'s new tiles, close those it is the last use of; whether any closed."""
         closed = False
+        live, open_, peak = self.live, self.open, self.peak
         for site, space, size, _ in self.opens[k]:
-            self.live[space] += size
-            self.live_peak[space] = max(self.live_peak[space], self.live[space])
-            n = self.open[site] = self.open[site] + 1
-            if n > self.peak[site]:
-                self.peak[site] = n
+            now = live[space] = live[space] + size
+            if now > self.live_peak[space]:
+                self.live_peak[space] = now
+            n = open_[site] = open_[site] + 1
+            if n > peak[site]:
+                peak[site] = n
                 self.demand[space] += size
                 self.site_bytes[site] = self.site_bytes.get(site, 0) + size
                 self.site_space[site] = space
@@ -108,8 +117,8 @@ class _Memory:
             left = uses[tid] = uses[tid] - 1
             if left == 0:
                 site, space, size = self.sizes[tid]
-                self.open[site] -= 1
-                self.live[space] -= size
+                open_[site] -= 1
+                live[space] -= size
                 closed = True
         return closed
 
@@ -117,9 +126,11 @@ class _Memory:
 #: What a _Memory reads of its instructions: per instruction the tiles it opens (site number,
 #: memory, bytes, tensor id); per tensor id its uses; per tensor id its site number, memory and
 #: bytes; per instruction the tensor ids of its tracked accesses (one per access); the sites
-#: (``TensorDecl.site``, or the tensor id without one), by number.
+#: (``TensorDecl.site``, or the tensor id without one), by number; per instruction the bytes
+#: its new tiles take in each memory (the memories where they take any).
 _Tables = tuple[list[list[tuple[int, MemSpace, int, int]]], dict[int, int],
-                dict[int, tuple[int, MemSpace, int]], list[tuple[int, ...]], list[object]]
+                dict[int, tuple[int, MemSpace, int]], list[tuple[int, ...]], list[object],
+                list[tuple[tuple[MemSpace, int], ...]]]
 
 
 def _tables(instrs: list[Instruction], config: NeuronCoreConfig) -> _Tables:
@@ -133,30 +144,43 @@ def _tables(instrs: list[Instruction], config: NeuronCoreConfig) -> _Tables:
     numbers: dict[object, int] = {}  # site -> its number
     touches: list[tuple[int, ...]] = []
     untracked: set[int] = set()  # HBM tensors, directly allocated tiles
+    sbuf, psum = MemSpace.SBUF, MemSpace.PSUM
     for k, ins in enumerate(instrs):
         touched = []
-        for a in (*ins.srcs.values(), *ins.dsts.values()):
-            tid = a.tensor.id
-            n = uses.get(tid)
-            if n is not None:
-                uses[tid] = n + 1
+        for operands in (ins.srcs, ins.dsts):  # (sources first)
+            for a in operands.values():
+                t = a.tensor
+                tid = t.id
+                n = uses.get(tid)
+                if n is not None:
+                    uses[tid] = n + 1
+                    touched.append(tid)
+                    continue
+                if tid in untracked:
+                    continue
+                space = t.space
+                if (space is not sbuf and space is not psum or t.kind != "tile"
+                        or t.placement is not None):
+                    untracked.add(tid)
+                    continue
+                uses[tid] = 1
                 touched.append(tid)
-                continue
-            if tid in untracked:
-                continue
-            t = a.tensor
-            if (t.space is not MemSpace.SBUF and t.space is not MemSpace.PSUM
-                    or t.kind != "tile" or t.placement is not None):
-                untracked.add(tid)
-                continue
-            uses[tid] = 1
-            touched.append(tid)
-            size = t.row_bytes if t.space is MemSpace.SBUF else _psum_bytes(t, bank)
-            site = numbers.setdefault(t.site or tid, len(numbers))
-            sizes[tid] = site, t.space, size
-            opens[k].append((site, t.space, size, tid))
+                size = t.row_bytes if space is sbuf else _psum_bytes(t, bank)
+                site = numbers.setdefault(t.site or tid, len(numbers))
+                sizes[tid] = site, space, size
+                opens[k].append((site, space, size, tid))
         touches.append(tuple(touched))
-    return opens, uses, sizes, touches, list(numbers)
+    new_bytes = [_per_memory(o) if len(o) > 1 else ((o[0][1], o[0][2]),) if o and o[0][2] else ()
+                 for o in opens]  # (one tile or none, most instructions: without the call)
+    return opens, uses, sizes, touches, list(numbers), new_bytes
+
+
+def _per_memory(opens: list[tuple[int, MemSpace, int, int]]) -> tuple[tuple[MemSpace, int], ...]:
+    """The bytes of the tiles ``opens`` in each memory where they take any."""
+    total: dict[MemSpace, int] = {}
+    for _, space, size, _ in opens:
+        total[space] = total.get(space, 0) + size
+    return tuple((m, size) for m, size in total.items() if size)
 
 
 def memory_demand(instrs: list[Instruction], config: NeuronCoreConfig,
@@ -199,9 +223,10 @@ def estimate_ns(ins: Instruction, config: NeuronCoreConfig) -> tuple[float, floa
 def _estimate(ins: Instruction, config: NeuronCoreConfig,
               memo: dict[tuple, tuple[float, float]]) -> tuple[float, float]:
     """:func:`estimate_ns`, remembered by what it depends on (a loop repeats its shapes)."""
+    out = ins.dsts.get("out")
     key = (ins.opcode, ins.engine, ins.attrs.get("auto_cast"),
-           tuple((r, a.free_size, a.nbytes, a.dtype) for r, a in ins.srcs.items()),
-           ins.out.free_size if "out" in ins.dsts else 0)
+           tuple([(r, a.free_size, a.nbytes, a.dtype) for r, a in ins.srcs.items()]),
+           out.free_size if out is not None else 0)
     got = memo.get(key)
     if got is None:
         got = memo[key] = estimate_ns(ins, config)
@@ -215,9 +240,10 @@ def _accumulated(ins: Instruction) -> tuple | None:
     if ins.opcode is Opcode.NC_MATMUL:
         return None
     for d in ins.dsts.values():
+        tid = d.tensor.id
         for a in ins.srcs.values():
-            if (a.tensor.id, a.offset, a.pattern) == (d.tensor.id, d.offset, d.pattern):
-                return d.tensor.id, d.offset, d.pattern
+            if a.tensor.id == tid and a.offset == d.offset and a.pattern == d.pattern:
+                return tid, d.offset, d.pattern
     return None
 
 
@@ -249,36 +275,41 @@ def _chain_key(ins: Instruction, carried: set[int]) -> tuple:
     return ins.loops
 
 
-def _graph(instrs: list[Instruction], repeats: dict[int, int]
+def _graph(instrs: list[Instruction], repeats: dict[int, int], qof: list[str]
            ) -> list[list[tuple[int, bool]]]:
     """Per instruction (by position), its successors as (position, is_raw): the hazards of the
     accesses in program order, the program order of one iteration's instructions on one
     queue (DMAs excepted: the hardware issues them as their data allows), and, for a
     loop-invariant repeat (``repeats``: its id -> the first computation's), the first: its
-    readers read the first's result (hoist.py), so the repeat must not go before it."""
-    pos = {ins.id: k for k, ins in enumerate(instrs)}
+    readers read the first's result (hoist.py), so the repeat must not go before it.
+    ``qof``: each instruction's queue."""
     succ: list[list[tuple[int, bool]]] = [[] for _ in instrs]
-    live = _LiveAccesses()
-    written = {a.tensor.id for i in instrs for a in i.dsts.values() if a.space is MemSpace.HBM}
+    live = _LiveAccesses()  # (which knows the instructions by position: ids are not needed)
+    hbm = MemSpace.HBM
+    written = {a.tensor.id for i in instrs for a in i.dsts.values() if a.tensor.space is hbm}
+    pos = {ins.id: k for k, ins in enumerate(instrs)} if repeats else {}
     last: dict[tuple[str, tuple], int] = {}
     carried = _carried_loops(instrs)
+    matmul = Opcode.NC_MATMUL
     for k, ins in enumerate(instrs):
         found: dict[int, int] = {}
         for a in ins.srcs.values():
-            if a.tensor.space is not MemSpace.HBM or a.tensor.id in written:
-                live.read(a, ins.id, found)
-        if ins.opcode is Opcode.NC_MATMUL and ins.attrs.get("accumulate"):
-            live.read(ins.out, ins.id, found)
+            t = a.tensor
+            if t.space is not hbm or t.id in written:
+                live.read(a, k, found)
+        if ins.opcode is matmul and ins.attrs.get("accumulate"):
+            live.read(ins.out, k, found)
         for a in ins.dsts.values():
-            live.write(a, ins.id, found)
+            live.write(a, k, found)
         for p, kind in found.items():
-            succ[pos[p]].append((k, kind == RAW))
-        first = repeats.get(ins.id)
-        if first is not None and first in pos:
-            succ[pos[first]].append((k, False))
-        q = queue_name(ins)
+            succ[p].append((k, kind == RAW))
+        if repeats:
+            first = repeats.get(ins.id)
+            if first is not None and first in pos:
+                succ[pos[first]].append((k, False))
+        q = qof[k]
         if q != DMA_QUEUE:
-            key = q, _chain_key(ins, carried)
+            key = q, (_chain_key(ins, carried) if carried else ins.loops)
             prev = last.get(key)
             if prev is not None:
                 succ[prev].append((k, False))
@@ -294,7 +325,8 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
     n = len(instrs)
     if n < 2 or all(ins.loops == instrs[0].loops for ins in instrs):
         return instrs  # one iteration (or none): every queue keeps its program order
-    succ = _graph(instrs, free)
+    qof = [queue_name(ins) for ins in instrs]
+    succ = _graph(instrs, free, qof)
     indeg = [0] * n
     for s in succ:
         for k, _ in s:
@@ -302,7 +334,6 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
     memo: dict[tuple, tuple[float, float]] = {}
     cost = [(0.0, 0.0) if ins.id in free else _estimate(ins, config, memo) for ins in instrs]
     queues: dict[str, list[int]] = {}
-    qof = [queue_name(ins) for ins in instrs]
     qpos = [0] * n
     for k, q in enumerate(qof):
         qpos[k] = len(queues.setdefault(q, []))
@@ -331,7 +362,8 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
         if ready[q]:
             return busy_until[q]
         if waiting[q]:
-            return max(busy_until[q], waiting[q][0][0])
+            b, w = busy_until[q], waiting[q][0][0]
+            return b if b >= w else w  # (max(), without the call: speed)
         return math.inf
 
     def offer(k: int) -> None:  # released and inside its queue's window: a candidate
@@ -339,10 +371,18 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
         heapq.heappush(waiting[q], (ready_t[k], k))
         heapq.heappush(agenda, (next_start(q), q))
 
+    # The held instructions woken together wait as one entry, (t, a batch number from n on),
+    # and join the ready ones at once (speed: most wakes find them still too big; the same
+    # candidates at the same times as with an entry each)
+    batches: dict[int, list[int]] = {}
+    numbers = itertools.count(n)
+
     def wake(q: str, t: float) -> None:  # the held ones get another look from time t
-        for h in held[q]:
-            heapq.heappush(waiting[q], (t, h))
-        held[q].clear()
+        if held[q]:
+            b = next(numbers)
+            batches[b] = held[q]
+            held[q] = []
+            heapq.heappush(waiting[q], (t, b))
         heapq.heappush(agenda, (next_start(q), q))
 
     for k in range(n):
@@ -369,15 +409,27 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
             continue  # a stale entry
         # (an engine whose own clock is behind starts no earlier than the scheduler has got:
         # the stream is sorted by start, which must follow the memory accounting's order)
-        t = now = max(now, t)
+        t = now = now if now >= t else t  # (max(), without the call)
         w, r = waiting[q], ready[q]
         while w and w[0][0] <= t:
-            heapq.heappush(r, heapq.heappop(w)[1])
-        k = heapq.heappop(r)
+            k = heapq.heappop(w)[1]
+            if k < n:
+                heapq.heappush(r, k)
+            else:  # a batch of woken ones
+                r.extend(batches.pop(k))
+                heapq.heapify(r)
+        k: int | None = heapq.heappop(r)
         # An engine's first unscheduled instruction waits only while its tiles do not fit
         # beside the live ones; a later one also while it would grow the rings past capacity
-        if k != forced and not memory.fits(k, rings=qpos[k] != head[q]):
+        while k != forced and not memory.fits(k, qpos[k] != head[q]):
             held[q].append(k)  # (taken again when its engine moves on or memory is freed)
+            # Speed (same order): with candidates left, this engine's next start is its
+            # busy_until, no later than t, so the agenda would give it the next turn anyway,
+            # at the same ``now`` and with nothing new waiting: its next candidate is tried here
+            k = heapq.heappop(r) if r else None
+            if k is None:
+                break
+        if k is None:  # every candidate held
             heapq.heappush(agenda, (next_start(q), q))
             continue
         closed = memory.schedule(k)
@@ -402,7 +454,9 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
             # on TensorE, whose accumulation chains are pipelined): the scheduler fills the
             # gap with independent work when it has some (timing/engines.py)
             near = qof[s] == q and (not raw or q == "tensor")
-            ready_t[s] = max(ready_t[s], t + (occupy if near else visible))
+            seen = t + (occupy if near else visible)
+            if seen > ready_t[s]:
+                ready_t[s] = seen
             indeg[s] -= 1
             if indeg[s] == 0:
                 released[s] = True
