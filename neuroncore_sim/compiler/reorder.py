@@ -224,8 +224,10 @@ def _estimate(ins: Instruction, config: NeuronCoreConfig,
               memo: dict[tuple, tuple[float, float]]) -> tuple[float, float]:
     """:func:`estimate_ns`, remembered by what it depends on (a loop repeats its shapes)."""
     out = ins.dsts.get("out")
+    # (an operand's elements with its dtype give its bytes: ``size`` keys as ``nbytes`` would,
+    # without the property's second dtype lookup)
     key = (ins.opcode, ins.engine, ins.attrs.get("auto_cast"),
-           tuple([(r, a.free_size, a.nbytes, a.dtype) for r, a in ins.srcs.items()]),
+           tuple([(r, a.free_size, a.size, a.dtype) for r, a in ins.srcs.items()]),
            out.free_size if out is not None else 0)
     got = memo.get(key)
     if got is None:
@@ -463,7 +465,8 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
                 if qpos[s] < head[qof[s]] + window:
                     offer(s)
         heapq.heappush(agenda, (next_start(q), q))
-    return [instrs[k] for k in sorted(range(n), key=lambda k: _place(k, start, succ, qof))]
+    places = [_place(k, start, succ, qof) for k in range(n)]
+    return [instrs[k] for k in sorted(range(n), key=places.__getitem__)]
 
 
 def _place(k: int, start: list[float], succ: list[list[tuple[int, bool]]], qof: list[str]
