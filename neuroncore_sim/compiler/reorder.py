@@ -414,13 +414,13 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
         t = now = now if now >= t else t  # (max(), without the call)
         w, r = waiting[q], ready[q]
         while w and w[0][0] <= t:
-            k = heapq.heappop(w)[1]
-            if k < n:
-                heapq.heappush(r, k)
+            due = heapq.heappop(w)[1]
+            if due < n:
+                heapq.heappush(r, due)
             else:  # a batch of woken ones
-                r.extend(batches.pop(k))
+                r.extend(batches.pop(due))
                 heapq.heapify(r)
-        k: int | None = heapq.heappop(r)
+        k = heapq.heappop(r)
         # An engine's first unscheduled instruction waits only while its tiles do not fit
         # beside the live ones; a later one also while it would grow the rings past capacity
         while k != forced and not memory.fits(k, qpos[k] != head[q]):
@@ -428,10 +428,11 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
             # Speed (same order): with candidates left, this engine's next start is its
             # busy_until, no later than t, so the agenda would give it the next turn anyway,
             # at the same ``now`` and with nothing new waiting: its next candidate is tried here
-            k = heapq.heappop(r) if r else None
-            if k is None:
+            if not r:
+                k = -1  # (every candidate held)
                 break
-        if k is None:  # every candidate held
+            k = heapq.heappop(r)
+        if k < 0:
             heapq.heappush(agenda, (next_start(q), q))
             continue
         closed = memory.schedule(k)
