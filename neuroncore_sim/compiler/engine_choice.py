@@ -90,15 +90,25 @@ def choose_engines(instrs: list[Instruction], config: NeuronCoreConfig,
     PSUM on ScalarE (ids in
     ``skip``, loop-invariant repeats that cost nothing, stay and count nothing)."""
     load = {Engine.VECTOR: 0.0, Engine.SCALAR: 0.0}
+    # estimate_ns depends on the opcode, the engine and _n only: remembered by them (speed)
+    memo: dict[tuple[Opcode, Engine, int], float] = {}
+
+    def estimate(ins: Instruction, engine: Engine) -> float:
+        key = (ins.opcode, engine, _n(ins))
+        got = memo.get(key)
+        if got is None:
+            got = memo[key] = estimate_ns(ins, engine, config)
+        return got
+
     out = []
     for ins in instrs:
         if ins.id not in skip:
             if scalar_can_run(ins, config):
-                v, s = (load[e] + estimate_ns(ins, e, config) for e in _BALANCED)
+                v, s = (load[e] + estimate(ins, e) for e in _BALANCED)
                 if s < v or psum_copy(ins):
                     ins = Instruction(ins.id, ins.opcode, Engine.SCALAR, ins.dsts, ins.srcs,
                                       ins.attrs, ins.loc, ins.mask, ins.instance, ins.loops)
             if ins.engine in load:
-                load[ins.engine] += estimate_ns(ins, ins.engine, config)
+                load[ins.engine] += estimate(ins, ins.engine)
         out.append(ins)
     return out

@@ -224,8 +224,10 @@ def _estimate(ins: Instruction, config: NeuronCoreConfig,
               memo: dict[tuple, tuple[float, float]]) -> tuple[float, float]:
     """:func:`estimate_ns`, remembered by what it depends on (a loop repeats its shapes)."""
     out = ins.dsts.get("out")
+    # (an operand's elements with its dtype give its bytes: ``size`` keys as ``nbytes`` would,
+    # without the property's second dtype lookup)
     key = (ins.opcode, ins.engine, ins.attrs.get("auto_cast"),
-           tuple([(r, a.free_size, a.nbytes, a.dtype) for r, a in ins.srcs.items()]),
+           tuple([(r, a.free_size, a.size, a.dtype) for r, a in ins.srcs.items()]),
            out.free_size if out is not None else 0)
     got = memo.get(key)
     if got is None:
@@ -412,13 +414,13 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
         t = now = now if now >= t else t  # (max(), without the call)
         w, r = waiting[q], ready[q]
         while w and w[0][0] <= t:
-            k = heapq.heappop(w)[1]
-            if k < n:
-                heapq.heappush(r, k)
+            due = heapq.heappop(w)[1]
+            if due < n:
+                heapq.heappush(r, due)
             else:  # a batch of woken ones
-                r.extend(batches.pop(k))
+                r.extend(batches.pop(due))
                 heapq.heapify(r)
-        k: int | None = heapq.heappop(r)
+        k = heapq.heappop(r)
         # An engine's first unscheduled instruction waits only while its tiles do not fit
         # beside the live ones; a later one also while it would grow the rings past capacity
         while k != forced and not memory.fits(k, qpos[k] != head[q]):
@@ -426,10 +428,11 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
             # Speed (same order): with candidates left, this engine's next start is its
             # busy_until, no later than t, so the agenda would give it the next turn anyway,
             # at the same ``now`` and with nothing new waiting: its next candidate is tried here
-            k = heapq.heappop(r) if r else None
-            if k is None:
+            if not r:
+                k = -1  # (every candidate held)
                 break
-        if k is None:  # every candidate held
+            k = heapq.heappop(r)
+        if k < 0:
             heapq.heappush(agenda, (next_start(q), q))
             continue
         closed = memory.schedule(k)
@@ -463,7 +466,8 @@ def reorder(instrs: list[Instruction], config: NeuronCoreConfig,
                 if qpos[s] < head[qof[s]] + window:
                     offer(s)
         heapq.heappush(agenda, (next_start(q), q))
-    return [instrs[k] for k in sorted(range(n), key=lambda k: _place(k, start, succ, qof))]
+    places = [_place(k, start, succ, qof) for k in range(n)]
+    return [instrs[k] for k in sorted(range(n), key=places.__getitem__)]
 
 
 def _place(k: int, start: list[float], succ: list[list[tuple[int, bool]]], qof: list[str]
