@@ -106,3 +106,41 @@ def test_ones_stationary_is_one_constant() -> None:
         res = ncs.simulate(broadcast_in_loop, x, rows, config=AS_WRITTEN)
     np.testing.assert_array_equal(res.outputs[0], x + np.repeat(rows, 128, axis=0))
     assert _vector_ops(res).count("memset") == 1
+
+
+def implicit_scale(x, row):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t, r = nl.load(x), nl.load(row)
+    nl.store(out, value=nl.multiply(t, r))  # [128, F] x [1, F]: an implicit partition broadcast
+    return out
+
+
+def implicit_with_psum_operand(x, row):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    r = nl.load(row)
+    b = r.broadcast_to(x.shape)  # in PSUM: the implicit broadcast below must not be a 2nd one
+    nl.store(out, value=nl.add(b, r))
+    return out
+
+
+def test_implicit_broadcast_is_read_from_psum_as_broadcast_to() -> None:
+    """An nl element-wise call's implicit partition broadcast is lowered as ``broadcast_to``:
+    the fp32 row fitting one bank stays in PSUM (Autocomp's Mamba v6). Without it: a copy to
+    SBUF and a tensor_tensor of two SBUF operands (2N)."""
+    x, row = _inputs(512)
+    res = ncs.simulate(implicit_scale, x, row, config=AS_WRITTEN)
+    np.testing.assert_array_equal(res.outputs[0], x * row)
+    assert _vector_ops(res) == ["memset", "tensor_tensor"]
+    tt = res.events[res.events.opcode == "tensor_tensor"].iloc[0]
+    assert tt.end_ns - tt.start_ns == pytest.approx(512 / 1.12)
+    xw, roww = _inputs(1024)  # two banks: copied to SBUF bank by bank, as broadcast_to
+    res = ncs.simulate(implicit_scale, xw, roww, config=AS_WRITTEN)
+    np.testing.assert_array_equal(res.outputs[0], xw * roww)
+    assert _vector_ops(res).count("tensor_copy") == 2
+
+
+def test_implicit_broadcast_next_to_a_psum_operand_goes_to_sbuf() -> None:
+    x, row = _inputs(256)
+    res = ncs.simulate(implicit_with_psum_operand, x, row, config=AS_WRITTEN)
+    np.testing.assert_allclose(res.outputs[0], np.broadcast_to(row + row, x.shape), rtol=1e-6)
+    assert "tensor_copy" in _vector_ops(res)  # the implicit broadcast's row, copied to SBUF

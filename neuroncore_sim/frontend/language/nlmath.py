@@ -61,10 +61,16 @@ def _is_column(t: NkiTensor, shape: tuple[int, ...]) -> bool:
     return builtins.all(n == 1 for n in t.shape[1:]) and builtins.any(n != 1 for n in shape[1:])
 
 
-def _aligned(t: NkiTensor, shape: tuple[int, ...]) -> NkiTensor:
-    """``t`` on ``shape``'s partitions (copied there when it has one) and with its rank."""
+def _aligned(t: NkiTensor, shape: tuple[int, ...], other: Any) -> NkiTensor:
+    """``t`` on ``shape``'s partitions (copied there when it has one) and with its rank. A
+    one-partition fp32 row meeting an SBUF ``other`` is broadcast as ``nl.broadcast_to`` does
+    it: the matmul's PSUM result, read in place (:func:`_psum_broadcast`)."""
     if padded(t.shape, 1)[0] != shape[0]:
-        t = partition_broadcast(t, (shape[0],) + t.shape[1:])
+        wide = (shape[0],) + t.shape[1:]
+        in_place = None
+        if not (isinstance(other, NkiTensor) and other.space is MemSpace.PSUM):
+            in_place = _psum_broadcast(_tracer.current("partition broadcast"), t, wide)
+        t = in_place if in_place is not None else partition_broadcast(t, wide)
     return relabel(t, padded(t.shape, len(shape)))
 
 
@@ -89,7 +95,7 @@ def binary(name: str, x: Any, y: Any, dtype: Any = None, mask: Any = None) -> An
         shape = common_shape(x.shape, y.shape)
         if shape is None:
             raise broadcast_error(f"nl.{name}", x.shape, y.shape)
-        x, y = _aligned(x, shape), _aligned(y, shape)
+        x, y = _aligned(x, shape, y), _aligned(y, shape, x)
         if _is_column(y, shape):
             return nisa.tensor_scalar(x, name, y, dtype=out, mask=mask)
         if _is_column(x, shape):
@@ -391,16 +397,25 @@ def broadcast_to(src: Any, shape: Any, **_: Any) -> NkiTensor:
     src = relabel(src, padded(src.shape, len(shape)))  # a [P] tile is [P, 1] (partition-aligned)
     if src.shape[0] == shape[0]:
         return nisa.tensor_copy(src.with_shape(shape))
-    if (len(shape) == 2 and src.shape[1] == shape[1] and src.space is MemSpace.SBUF
+    in_place = _psum_broadcast(tr, src, shape)
+    return in_place if in_place is not None else partition_broadcast(src, shape)
+
+
+def _psum_broadcast(tr: Any, src: NkiTensor, shape: tuple[int, ...]) -> NkiTensor | None:
+    """The partition broadcast of a one-partition fp32 SBUF row to a 2-D ``shape`` whose fp32
+    result fits one PSUM bank: the matmul's PSUM result is the broadcast tile, read in place by
+    its consumer (VectorE / ScalarE read PSUM; a tensor_tensor with one PSUM operand costs N
+    instead of 2N), with no copy to SBUF (docs/frontend.md, "broadcast_to"). None otherwise.
+    An ``nl`` element-wise call's implicit broadcast is lowered the same way (Autocomp's Mamba
+    v6, which multiplies by its one-partition rows implicitly, runs 1.5x faster than v3, which
+    calls ``broadcast_to``; copying each row to SBUF made it 9 % slower)."""
+    if (len(shape) == 2 and src.shape[1:] == shape[1:] and src.space is MemSpace.SBUF
             and src.dtype == float32
             and shape[1] * src.dtype.itemsize <= tr.config.psum_bytes_per_partition
             // tr.config.psum_num_banks):
-        # The matmul's fp32 result fits one PSUM bank: it is the broadcast tile, read in place
-        # by its consumer (VectorE / ScalarE read PSUM; a tensor_tensor with one PSUM operand
-        # costs N instead of 2N), with no copy to SBUF (docs/frontend.md, "broadcast_to").
         return nisa.nc_matmul(_broadcast_ones(tr, shape[0], src.dtype), src,
                               is_stationary_onezero=True)
-    return partition_broadcast(src, shape)
+    return None
 
 
 def _broadcast_ones(tr: Any, m: int, dtype: Any) -> NkiTensor:
