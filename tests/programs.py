@@ -13,7 +13,8 @@ from neuroncore_sim.program.ir import TensorDecl
 #: kernel recorded them (tests/compiler/test_passes.py shows what each pass changes).
 AS_WRITTEN = override(TRN1, {"compiler": {"balance_engines": False, "reorder": False,
                                           "auto_cast": "none", "vectorize": False,
-                                          "keep_resident_loads": False}}, "tests")
+                                          "keep_resident_loads": False,
+                                          "fold_copies": False}}, "tests")
 
 
 class Builder:

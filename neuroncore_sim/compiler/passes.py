@@ -10,6 +10,7 @@ pass                         switch                  module
 DMA descriptors at run time  ``dge``                 :mod:`.dma_descriptors`
 fp32 matmuls run as bf16     ``auto_cast``           :mod:`.auto_cast`
 fold PSUM zero memsets       ``fold_psum_zeros``     :mod:`.psum_zeros`
+copies folded into producers ``fold_copies``         :mod:`.copy_fold`
 vectorise affine_range loops ``vectorize``           :mod:`.vectorize`
 loads kept in SBUF           ``keep_resident_loads`` :mod:`.resident_loads`
 loop-invariant repeats       ``hoist_invariants``    :mod:`.hoist`
@@ -30,6 +31,7 @@ from ..config import NeuronCoreConfig
 from ..program.ir import Instruction, Program
 from .auto_cast import mark_auto_cast
 from .capacity import plan_buffers
+from .copy_fold import fold_copies
 from .dma_descriptors import mark_dge
 from .engine_choice import choose_engines
 from .hoist import loop_invariant, without_sources
@@ -74,6 +76,8 @@ def compile_instance(instance: int, instrs: list[Instruction], config: NeuronCor
         folded = folded_psum_zeros(instrs)  # PSUM zeros the compiler folds into matmuls
         if folded:
             instrs = [ins for ins in instrs if ins.id not in folded]
+    if options.fold_copies:
+        instrs = fold_copies(instrs)  # a temporary's only reader, a copy, folded into its writer
     if options.vectorize and not keeps_order:
         instrs = vectorize(instrs, config, ids)  # innermost affine_range loops, merged
     if options.keep_resident_loads:

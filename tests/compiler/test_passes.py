@@ -109,6 +109,37 @@ def test_fold_psum_zeros_drops_the_memset_the_matmuls_start():
 
 
 @nki.jit
+def exp_then_cast(x):
+    """An activation into an fp32 temporary, copied whole to bf16 (Autocomp's SD attention v3),
+    and a temporary read twice, which is not folded."""
+    out = nl.ndarray(x.shape, dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    twice = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    e = nisa.activation(op=nl.exp, data=t, dtype=nl.float32)
+    nl.store(out, value=nisa.tensor_copy(e, dtype=nl.bfloat16))
+    s = nisa.activation(op=nl.exp, data=t, dtype=nl.float32)
+    nl.store(twice, value=nl.add(nisa.tensor_copy(s), s))
+    return out, twice
+
+
+def test_fold_copies_drops_the_only_reader_copy_of_a_temporary():
+    x = np.random.default_rng(3).standard_normal((128, 512)).astype(np.float32)
+    prog = program_of(exp_then_cast, x)
+    off = listing(prog, options(fold_copies=False, balance_engines=False, reorder=False))
+    on = listing(prog, options(balance_engines=False, reorder=False))
+    assert off.count(("vector", "tensor_copy", "")) == 2
+    assert on.count(("vector", "tensor_copy", "")) == 1  # the copy of s stays: s is read twice
+    assert [r for r in off if r != ("vector", "tensor_copy", "")] == [
+        r for r in on if r != ("vector", "tensor_copy", "")]
+    inst = compile_program(prog, options()).instances[0]
+    act = [ins for ins in inst.instructions if ins.opcode.value == "activation"]
+    assert {str(a.out.dtype) for a in act} == {"bfloat16", "float32"}  # the first writes bf16
+    res = ncs.simulate(exp_then_cast, x)  # values as the kernel wrote them
+    np.testing.assert_allclose(res.outputs[0].astype(np.float32), np.exp(x), rtol=1e-2)
+    np.testing.assert_allclose(res.outputs[1], 2 * np.exp(x), rtol=1e-5)
+
+
+@nki.jit
 def sliding_products(img, filt):
     """A 1-D convolution written one output column per iteration: [128, 3] products summed."""
     out = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)
@@ -207,7 +238,8 @@ def test_every_switch_off_gives_the_kernel_as_written():
     program order per queue, unmarked."""
     prog = program_of(zero_then_accumulate, nt.tensor[[256, 128], nl.float32],
                       nt.tensor[[256, 512], nl.float32])
-    plain = options(dge=False, auto_cast="none", fold_psum_zeros=False, vectorize=False,
+    plain = options(dge=False, auto_cast="none", fold_psum_zeros=False, fold_copies=False,
+                    vectorize=False,
                     keep_resident_loads=False, hoist_invariants=False, balance_engines=False,
                     reorder=False)
     rows = listing(prog, plain)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from programs import Builder, acc
 
-from neuroncore_sim.config import TRN1
+from neuroncore_sim.config import TRN1, override
 from neuroncore_sim.errors import CapacityError
 from neuroncore_sim.compiler.passes import compile_program
 from neuroncore_sim.compiler.schedule import RAW, WAR, WAW
@@ -15,8 +15,12 @@ from neuroncore_sim.compiler.schedule import RAW, WAR, WAW
 ALL = slice(None)
 
 
+#: the copies of these programs are the instructions under test, not temporaries to fold
+NO_FOLD = override(TRN1, {"compiler": {"fold_copies": False}}, "tests")
+
+
 def deps(program, instance: int = 0) -> dict[int, tuple[tuple[int, int], ...]]:
-    return compile_program(program, TRN1).instances[instance].deps
+    return compile_program(program, NO_FOLD).instances[instance].deps
 
 
 def two_ops(first_region, second_region, first_writes=True, second_writes=False,
@@ -108,7 +112,7 @@ def test_stationary_reuse_skips_load_stationary_unless_rewritten():
     b.op("memset", "vector", out=acc(st), attrs={"value": 0})
     b.matmul(acc(ps), acc(st), acc(mv), accumulate=True)
     b.matmul(acc(ps), acc(st, ALL, slice(0, 64)), acc(mv), accumulate=True)
-    sched = compile_program(b.program, TRN1).instances[0]
+    sched = compile_program(b.program, NO_FOLD).instances[0]
     assert sched.ls_skip == frozenset({1})
     assert sched.ls_deps[3] == (2,)
 
@@ -134,7 +138,7 @@ def loop_program(n_iter: int, ring: bool, tile_cols: int = 512):
 
 
 def test_ring_of_four_buffers_reuses_slots_in_order():
-    sched = compile_program(loop_program(8, ring=True), TRN1).instances[0]
+    sched = compile_program(loop_program(8, ring=True), NO_FOLD).instances[0]
     assert [(r.site, r.tiles, r.live_max, r.buffers) for r in sched.rings] == [
         ("kernel.py:1", 8, 1, 4), ("kernel.py:2", 8, 1, 4)]
     # Load of iteration 4 (instruction 12) reuses iteration 0's x: waits for its writer (0,
@@ -145,7 +149,7 @@ def test_ring_of_four_buffers_reuses_slots_in_order():
 
 
 def test_single_buffer_serialises_the_loop():
-    d = compile_program(loop_program(3, ring=False), TRN1).instances[0].deps
+    d = compile_program(loop_program(3, ring=False), NO_FOLD).instances[0].deps
     assert d[3] == ((0, WAW), (1, WAR))  # next load waits for the copy that read x
     assert d[4] == ((2, WAR), (3, RAW))  # next copy waits for the store that read y
 
@@ -159,7 +163,7 @@ def test_ring_grows_to_the_live_maximum():
     for t in tiles:
         b.op("tensor_tensor", "vector", out=acc(out), data1=acc(out), data2=acc(t),
              attrs={"op": "add"})
-    ring = compile_program(b.program, TRN1).instances[0].rings[0]
+    ring = compile_program(b.program, NO_FOLD).instances[0].rings[0]
     assert (ring.live_max, ring.buffers) == (6, 6)
 
 
@@ -171,7 +175,7 @@ def looped_rings(*kib: int) -> list[tuple[int, int]]:
         for site, size in enumerate(kib, start=1):
             t = b.tensor(f"t{site}_{i}", (128, size * 256), "float32", "sbuf", site=site)
             b.op("memset", "vector", out=acc(t), attrs={"value": 0})
-    return [(r.buffers, r.slot_bytes // 1024) for r in compile_program(b.program, TRN1)
+    return [(r.buffers, r.slot_bytes // 1024) for r in compile_program(b.program, NO_FOLD)
             .instances[0].rings]
 
 
@@ -197,7 +201,7 @@ def test_equal_rings_shrink_to_fit():
         for i in range(8):  # 8 tiles of 40 KiB, one live at a time: ring 4 = 160 KiB
             t = b.tensor(f"t{site}_{i}", (128, 10240), "float32", "sbuf", site=site)
             b.op("memset", "vector", out=acc(t), attrs={"value": 0})
-    rings = compile_program(b.program, TRN1).instances[0].rings
+    rings = compile_program(b.program, NO_FOLD).instances[0].rings
     assert [r.buffers for r in rings] == [2, 2]  # 4 x 40 KiB = 160 KiB <= 176 KiB
     assert sum(r.buffers * r.slot_bytes for r in rings) <= TRN1.sbuf_usable_bytes_per_partition
 
@@ -210,7 +214,7 @@ def test_capacity_error_names_sites_and_bytes():
     b.op("tensor_tensor", "vector", out=acc(big[0]), data1=acc(big[0]), data2=acc(big[1]),
          attrs={"op": "add"})
     with pytest.raises(CapacityError) as e:
-        compile_program(b.program, TRN1)
+        compile_program(b.program, NO_FOLD)
     msg = str(e.value)
     assert "kernel.py:7" in msg and "kernel.py:8" in msg
     assert "204800" in msg and str(TRN1.sbuf_usable_bytes_per_partition) in msg
@@ -224,7 +228,7 @@ def test_psum_tiles_take_whole_banks():
     out = b.tensor("o", (128, 600), "float32", "sbuf", site=2)
     for p in ps:
         b.op("tensor_copy", "vector", out=acc(out), src=acc(p))
-    sched = compile_program(b.program, TRN1)
+    sched = compile_program(b.program, NO_FOLD)
     assert sched.instances[0].rings[0].slot_bytes == 4096 and sched.warnings == ()
 
 
@@ -244,7 +248,7 @@ def test_psum_over_its_banks_spills_whole_tiles_to_sbuf():
     small = b.tensor("o2", (128, 16), "float32", "sbuf", site=4)
     b.op("tensor_copy", "vector", out=acc(small), src=acc(extra))
     # the compiler spills a tile to SBUF (placement.py): VectorE copies out and back
-    sched = compile_program(b.program, TRN1)
+    sched = compile_program(b.program, NO_FOLD)
     assert [str(w).split(": ", 1)[1][:22] for w in sched.warnings] == ["PSUM over-subscribed: "]
     spills = [i for i in sched.instances[0].instructions if i.attrs.get("spill")]
     assert [i.attrs["spill"] for i in spills] == ["psum_spill_save", "psum_spill_reload"]
@@ -259,7 +263,7 @@ def test_instances_are_scheduled_separately():
     for inst in range(3):
         b.op("memset", "vector", out=acc(x), attrs={"value": inst}, instance=inst)
         b.op("tensor_copy", "scalar", out=acc(y), src=acc(x), instance=inst)
-    sched = compile_program(b.program, TRN1)
+    sched = compile_program(b.program, NO_FOLD)
     assert [s.instance for s in sched.instances] == [0, 1, 2]
     assert [s.deps for s in sched.instances] == [{1: ((0, RAW),)}, {3: ((2, RAW),)},
                                                  {5: ((4, RAW),)}]

@@ -24,7 +24,11 @@ VEC, SCA, TEN = 1.12, 1.4, 2.8 * TRN1.tensor_sustained_fraction
 SEM = TRN1.semaphore_latency_ns
 
 
-def timeline(program: Program, config=TRN1) -> list[tuple]:
+#: the copies of these programs are the instructions under test, not temporaries to fold
+UNFOLDED = override(TRN1, {"compiler": {"fold_copies": False}}, "tests")
+
+
+def timeline(program: Program, config=UNFOLDED) -> list[tuple]:
     """(instr_id, engine, opcode, start, end, waited_on) of the compute events."""
     res = simulate_timing(program, config)
     return [(e.instr_id, e.engine, e.opcode, pytest.approx(e.start_ns), pytest.approx(e.end_ns),
