@@ -32,7 +32,7 @@ KIB = 1024
 
 #: Version of the timing model: changed by every commit that moves estimates (a recalibration, a
 #: new mechanism), so stored cycle baselines can tell a model change from a kernel regression.
-MODEL_VERSION = "2026.11.29.2"
+MODEL_VERSION = "2026.11.29.3"
 
 #: neuronx-cc releases whose behaviour the compile options can stand for -> the options that differ
 #: from CompileOptions' defaults. Setting ``toolchain`` sets these unless they are given too.
@@ -182,6 +182,7 @@ class NeuronCoreConfig:
     dma_engines: int
     dma_engine_bytes_per_ns: float
     dma_hbm_read_bytes_per_ns: float
+    dma_hbm_write_bytes_per_ns: float
     dma_fixed_latency_ns: float
     dma_buffer_overhead_ns: float
     dma_transpose_slowdown: float
@@ -338,6 +339,10 @@ TRN1 = NeuronCoreConfig(
     # tiled matmul (SDK 2.26) and NKIBench's fp32 matmul (--disable-dge) read at ~256 GB/s. The
     # trn1 ladder's ~111 GB/s (SDK 2.20, DGE on) is the descriptor generator's rate, not this
     dma_hbm_read_bytes_per_ns=17.0,
+    # source: [DMABW] "TRN1: 17 B/ns per engine", 16 engines = 272 GB/s, the rate of HBM traffic
+    # either way (the 18.1 of dma_engine_bytes_per_ns is one profiled transfer); NKIBench's bmm
+    # writes 1,086 MB in 4.61 ms (<= 236 GB/s), which 290 GB/s of writes made 13 % too fast
+    dma_hbm_write_bytes_per_ns=17.0,
     # source: [PERF fig29] a 4-byte transfer lasts 7 ns on its engine (trn1 profile); the former
     # 138.5 was fitted to the [DMAOV] bytes/partition curve (later doc, generation not stated)
     dma_buffer_overhead_ns=7.0,

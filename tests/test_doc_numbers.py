@@ -62,7 +62,7 @@ def test_config_numbers_quoted_in_reports_md():
     c = TRN1
     assert f"peaks at {c.dma_engines * c.dma_hbm_read_bytes_per_ns:g} B/ns ({c.dma_engines} x " \
            f"{c.dma_hbm_read_bytes_per_ns:g} B/ns" in text
-    assert f"only stores at {c.dma_engines * c.dma_engine_bytes_per_ns:g} B/ns" in text
+    assert f"only stores at {c.dma_engines * c.dma_hbm_write_bytes_per_ns:g} B/ns" in text
     assert f"({c.hbm_bytes_per_ns:g} B/ns: 820 GB/s per chip over 2 cores)" in text
     peak_tflops = c.num_partitions * c.gemm_stationary_fmax * 2 * c.tensor_clock_hz / 1e12
     assert f"{peak_tflops:.2f} TFLOPS bf16" in text

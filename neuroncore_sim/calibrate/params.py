@@ -41,8 +41,8 @@ class Parameter:
 PARAMETERS: tuple[Parameter, ...] = (
     Parameter("dma_fixed_latency_ns", 50.0, 20000.0, ("dma",),
               "time from a DMA's trigger to its first byte moving"),
-    Parameter("dma_engine_bytes_per_ns", 1.0, 200.0, ("dma",),
-              "bytes per ns one DMA engine moves"),
+    Parameter("dma_hbm_write_bytes_per_ns", 1.0, 200.0, ("dma",),
+              "bytes per ns one DMA engine writes to HBM (the suite's stores)"),
     Parameter("dma_buffer_overhead_ns", 0.1, 2000.0, ("dma",),
               "fixed time per DMA buffer (descriptor) on its engine"),
     Parameter("dge_ns_per_element", 0.01, 100.0, ("dge",),

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..program.ir import DMA_OPCODES, MemSpace, Opcode
+from ..timing.cost import dma_rate
 from ..timing.critical_path import CriticalPath, critical_path
 from ..timing.events import LOAD_STATIONARY, is_dma_row
 
@@ -72,13 +73,12 @@ def _small_dma(res: SimResult, path: CriticalPath, s: dict) -> list[Advice]:
             acc[1] = max(acc[1], e.end_ns - e.start_ns)
     # line -> [bytes, time of its DMAs (fixed latency + slowest transfer), ideal time, parts,
     # count]; the ideal moves the bytes on every DMA engine at the rate of the DMA's direction
-    # (HBM reads at dma_hbm_read_bytes_per_ns, the rest at dma_engine_bytes_per_ns).
+    # (cost.dma_rate: HBM reads, HBM writes, on-chip copies).
     per_line: dict[str, list[float]] = {}
     for ins in res.program.instructions:
         if ins.opcode in DMA_OPCODES and ins.id in per_dma:
             nbytes, slowest = per_dma[ins.id]
-            rate = (cfg.dma_hbm_read_bytes_per_ns if ins.srcs["src"].space is MemSpace.HBM
-                    else cfg.dma_engine_bytes_per_ns)
+            rate = dma_rate(ins.srcs["src"].space, ins.out.space, cfg)
             acc = per_line.setdefault(str(ins.loc or ""), [0.0, 0.0, 0.0, 0.0, 0.0])
             acc[0] += nbytes
             acc[1] += cfg.dma_fixed_latency_ns + slowest

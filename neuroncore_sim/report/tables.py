@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..timing import analysis, memory_use
+from ..timing.cost import dma_rate
 from .advice import advice
 from ..timing.events import MAIN_ENGINES, TENSOR_LS_ROW, is_dma_row
 from ..program.ir import DMA_OPCODES, MemSpace
@@ -129,9 +130,8 @@ def dma_line_table(result: SimResult) -> "pd.DataFrame":
     Columns: ``tensors`` (the HBM tensors it reads or writes, else the tiles), ``dmas`` (DMA
     instructions), ``transfers``, ``bytes``, ``bytes_per_partition`` (per DMA instruction, on
     average), ``busy_ns`` (summed transfer time over the DMA engines), ``efficiency_percent``
-    (bytes over what the engines could move in that time: at ``dma_hbm_read_bytes_per_ns`` for
-    HBM reads, ``dma_engine_bytes_per_ns`` otherwise; low when the per-descriptor floor
-    dominates). Index: "file.py:LINE"; heaviest (busy) first.
+    (bytes over what the engines could move in that time, at the rate of the DMA's direction,
+    ``cost.dma_rate``; low when the per-descriptor floor dominates). Index: "file.py:LINE"; heaviest (busy) first.
     """
     import pandas as pd
 
@@ -142,9 +142,7 @@ def dma_line_table(result: SimResult) -> "pd.DataFrame":
         if ins.opcode not in DMA_OPCODES:
             continue
         src, dst = ins.srcs.get("src"), ins.out
-        rate[ins.id] = (cfg.dma_hbm_read_bytes_per_ns
-                        if src is not None and src.space is MemSpace.HBM
-                        else cfg.dma_engine_bytes_per_ns)
+        rate[ins.id] = dma_rate(src.space if src is not None else MemSpace.SBUF, dst.space, cfg)
         hbm = [a.tensor.name for a in (src, dst) if a is not None and a.space is MemSpace.HBM]
         names = hbm or [a.tensor.name for a in (src, dst) if a is not None]
         row = rows.setdefault(str(ins.loc or ""), {"tensors": set(), "dmas": 0, "parts": 0})
@@ -307,7 +305,8 @@ def summary_text(result: SimResult) -> str:
                  f"{s['dma_bytes_per_ns']:.1f} B/ns = bandwidth "
                  f"{s['dma_bandwidth_percent_of_peak']:.0f}% of peak {s['dma_peak_bytes_per_ns']:.1f}"
                  f" B/ns (dma_engines {cfg.dma_engines}, HBM reads at dma_hbm_read_bytes_per_ns "
-                 f"{cfg.dma_hbm_read_bytes_per_ns:g}, the rest at dma_engine_bytes_per_ns "
+                 f"{cfg.dma_hbm_read_bytes_per_ns:g}, writes at dma_hbm_write_bytes_per_ns "
+                 f"{cfg.dma_hbm_write_bytes_per_ns:g}, on-chip copies at dma_engine_bytes_per_ns "
                  f"{cfg.dma_engine_bytes_per_ns:g}); queues busy "
                  f"{s['dma_queue_busy_percent']:.1f}%")
     lines.append(f"hbm        : {s['hbm_bytes']:,} bytes read + written, "

@@ -9,8 +9,9 @@ naming producers) to JSON-ready dicts; :meth:`SimResult.summary` merges them. De
   - ``tensor_flops``: useful matmul FLOPs at the TensorE peak for their dtype
     (:attr:`KernelWork.matmul_peak_ns`);
   - ``dma_bandwidth``: DMA bytes at the DMA engines' rates, over all ``dma_engines``: bytes of
-    DMAs that read HBM at ``dma_hbm_read_bytes_per_ns``, the others at
-    ``dma_engine_bytes_per_ns`` (``cost.dma_engines_ns``);
+    DMAs that read HBM at ``dma_hbm_read_bytes_per_ns``, that write it at
+    ``dma_hbm_write_bytes_per_ns``, on-chip copies at ``dma_engine_bytes_per_ns``
+    (``cost.dma_engines_ns``);
   - ``hbm_bandwidth``: HBM bytes (read plus written) at ``hbm_bytes_per_ns``;
   - ``<engine>_work`` for tensor, vector, scalar, gpsimd, sync: the engine's summed occupancy.
     Each engine runs its instructions one at a time and each occupies it for its cost formula,
@@ -52,8 +53,8 @@ def _pct(part: float, whole: float) -> float:
 
 def dma_peak_bytes_per_ns(config: NeuronCoreConfig, work: KernelWork | None = None) -> float:
     """Peak bandwidth of all DMA engines for ``work``'s mix of DMAs: its bytes over the time
-    the engines need to move them at their rates (``dma_hbm_read_bytes_per_ns`` for DMAs that
-    read HBM, ``dma_engine_bytes_per_ns`` for the others; :func:`.cost.dma_engines_ns`). With
+    the engines need to move them at their rates (:func:`.cost.dma_rate` by direction;
+    :func:`.cost.dma_engines_ns`). With
     no ``work`` (or no bytes): ``dma_engines x dma_engine_bytes_per_ns``, the peak of writes and
     on-chip copies. A kernel that only loads from HBM peaks at ``dma_engines x
     dma_hbm_read_bytes_per_ns`` (111.4 B/ns on trn1), not at the write rate."""

@@ -315,6 +315,17 @@ def dma_buffers(a: Access) -> int:
     return _runs(a.pattern)
 
 
+def dma_rate(src: MemSpace, dst: MemSpace, config: NeuronCoreConfig) -> float:
+    """Bytes per ns one DMA engine moves for a DMA from ``src`` to ``dst``: reading HBM at
+    ``dma_hbm_read_bytes_per_ns``, writing HBM at ``dma_hbm_write_bytes_per_ns`` (both [DMABW]'s
+    17 B/ns on trn1), copying on chip at ``dma_engine_bytes_per_ns`` ([PERF fig30])."""
+    if src is MemSpace.HBM:
+        return config.dma_hbm_read_bytes_per_ns
+    if dst is MemSpace.HBM:
+        return config.dma_hbm_write_bytes_per_ns
+    return config.dma_engine_bytes_per_ns
+
+
 def dma_transfers(ins: Instruction, config: NeuronCoreConfig) -> tuple[DmaTransfer, ...]:
     """Split a dma_copy / dma_transpose over the DMA engines (arch.md 1.9).
 
@@ -349,10 +360,7 @@ def dma_transfers(ins: Instruction, config: NeuronCoreConfig) -> tuple[DmaTransf
     if ins.attrs.get("dst_rmw_op") is not None and dst.space is MemSpace.HBM:
         hbm_sides += 1  # read-modify-write reads the HBM destination too
     n_transfers = min(config.dma_engines, buffers)
-    # A DMA engine reading HBM moves data at dma_hbm_read_bytes_per_ns (fitted on the trn1 matmul
-    # ladder); writing HBM or copying on chip at dma_engine_bytes_per_ns ([PERF fig30]).
-    rate = (config.dma_hbm_read_bytes_per_ns if src.space is MemSpace.HBM
-            else config.dma_engine_bytes_per_ns)
+    rate = dma_rate(src.space, dst.space, config)
     out = []
     for t in range(n_transfers):
         b_lo, b_hi = buffers * t // n_transfers, buffers * (t + 1) // n_transfers
@@ -376,7 +384,7 @@ def kernel_work(instructions: Iterable[Instruction], config: NeuronCoreConfig) -
     """
     macs_per_ns = (config.num_partitions * config.gemm_stationary_fmax
                    * config.tensor_clock_hz / 1e9)
-    flops = dma_bytes = hbm_bytes = read_bytes = 0
+    flops = dma_bytes = hbm_bytes = read_bytes = write_bytes = 0
     mm_ns = 0.0
     for ins in instructions:
         if ins.opcode is Opcode.NC_MATMUL:
@@ -389,16 +397,21 @@ def kernel_work(instructions: Iterable[Instruction], config: NeuronCoreConfig) -
             nbytes = max(src.nbytes, dst.nbytes)
             dma_bytes += nbytes
             hbm_bytes += nbytes * ((src.space is MemSpace.HBM) + (dst.space is MemSpace.HBM))
-            read_bytes += nbytes if src.space is MemSpace.HBM else 0
-    return KernelWork(flops, mm_ns, dma_bytes, hbm_bytes, read_bytes)
+            if src.space is MemSpace.HBM:
+                read_bytes += nbytes
+            elif dst.space is MemSpace.HBM:
+                write_bytes += nbytes
+    return KernelWork(flops, mm_ns, dma_bytes, hbm_bytes, read_bytes, write_bytes)
 
 
 def dma_engines_ns(work: KernelWork, config: NeuronCoreConfig) -> float:
     """The shortest time the DMA engines can move ``work``'s bytes: each byte at its engine's
-    rate (``dma_hbm_read_bytes_per_ns`` for DMAs reading HBM, ``dma_engine_bytes_per_ns`` for
-    the others), spread over all ``dma_engines``."""
-    other = work.dma_bytes - work.dma_hbm_read_bytes
+    rate (:func:`dma_rate`: ``dma_hbm_read_bytes_per_ns`` for DMAs reading HBM,
+    ``dma_hbm_write_bytes_per_ns`` for DMAs writing it, ``dma_engine_bytes_per_ns`` for on-chip
+    copies), spread over all ``dma_engines``."""
+    other = work.dma_bytes - work.dma_hbm_read_bytes - work.dma_hbm_write_bytes
     return (work.dma_hbm_read_bytes / config.dma_hbm_read_bytes_per_ns
+            + work.dma_hbm_write_bytes / config.dma_hbm_write_bytes_per_ns
             + other / config.dma_engine_bytes_per_ns) / config.dma_engines
 
 

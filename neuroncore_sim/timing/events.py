@@ -218,7 +218,9 @@ class KernelWork:
         dma_bytes: bytes moved by DMA instructions.
         hbm_bytes: bytes those DMAs read from plus write to HBM.
         dma_hbm_read_bytes: the part of ``dma_bytes`` moved by DMAs that read HBM (their DMA
-            engines move it at ``dma_hbm_read_bytes_per_ns``, the rest at
+            engines move it at ``dma_hbm_read_bytes_per_ns``).
+        dma_hbm_write_bytes: the part moved by DMAs that write HBM without reading it (at
+            ``dma_hbm_write_bytes_per_ns``; the rest, on-chip copies, at
             ``dma_engine_bytes_per_ns``).
     """
 
@@ -227,6 +229,7 @@ class KernelWork:
     dma_bytes: int = 0
     hbm_bytes: int = 0
     dma_hbm_read_bytes: int = 0
+    dma_hbm_write_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,8 +54,10 @@ ENGINE_COST = Mechanism("Vector/Scalar/GpSimd instruction cost formulas", "docum
                         "Engines")
 DMA_READ = Mechanism("DMA engine rate reading HBM (dma_hbm_read_bytes_per_ns)", "documented",
                      "Compile stage")
-DMA_WRITE = Mechanism("DMA engine rate writing HBM or on chip (dma_engine_bytes_per_ns)",
-                      "measured", "DMA")
+DMA_WRITE = Mechanism("DMA engine rate writing HBM (dma_hbm_write_bytes_per_ns)", "documented",
+                      "DMA")
+DMA_COPY = Mechanism("DMA engine rate copying on chip (dma_engine_bytes_per_ns)", "measured",
+                     "DMA")
 DMA_START = Mechanism("DMA descriptor-to-start latency (dma_fixed_latency_ns)", "measured", "DMA")
 DEPENDENCY = Mechanism("pipeline latency and semaphore wait of dependent instructions",
                        "fitted", "Dependent instructions")
@@ -74,8 +76,10 @@ def _busy_mechanism(step: Step, by_id: dict[int, Instruction]) -> Mechanism:
     if is_dma_row(e.engine):
         ins = by_id.get(e.instr_id)
         src = ins.srcs.get("src") if ins is not None else None
-        reads_hbm = src is not None and src.tensor.space is MemSpace.HBM
-        return DMA_READ if reads_hbm else DMA_WRITE
+        if src is not None and src.tensor.space is MemSpace.HBM:
+            return DMA_READ
+        writes_hbm = ins is not None and ins.out.tensor.space is MemSpace.HBM
+        return DMA_WRITE if writes_hbm else DMA_COPY
     if e.engine in ("tensor", "tensor_ls"):
         return TENSOR_COST
     return ENGINE_COST

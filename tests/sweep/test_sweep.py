@@ -125,15 +125,16 @@ def test_matmul_blocked_sweep_matches_simulate() -> None:
 
 
 def test_config_fields_are_sweep_parameters(scale_file: Path) -> None:
-    table = sweep(str(scale_file), {"config.dma_engine_bytes_per_ns": [9.05, 18.1]}, workers=1)
+    table = sweep(str(scale_file), {"config.dma_hbm_write_bytes_per_ns": [8.5, 17.0]},
+                  workers=1)
     module = load_target(str(scale_file)).module
     for _, row in table.iterrows():
-        cfg = dataclasses.replace(ncs.TRN1, dma_engine_bytes_per_ns=row[
-            "config.dma_engine_bytes_per_ns"])
+        cfg = dataclasses.replace(ncs.TRN1, dma_hbm_write_bytes_per_ns=row[
+            "config.dma_hbm_write_bytes_per_ns"])
         res = ncs.simulate(module.kernel, **module.example_inputs(), config=cfg,
                            functional=False)
         assert row["latency_ns"] == res.latency_ns
-    slow, fast = table.sort_values("config.dma_engine_bytes_per_ns")["latency_ns"]
+    slow, fast = table.sort_values("config.dma_hbm_write_bytes_per_ns")["latency_ns"]
     assert slow > fast
 
 

@@ -97,9 +97,9 @@ def test_an_unknown_config_field_names_the_closest_fields_only(counted) -> None:
     # shortened: not the ~50 field names of the hardware config
     assert sum(name in msg for name in field_names()) <= 4
     assert _ran(marker) == 0
-    good = sweep(str(path), {"config.dma_engine_bytes_per_ns": [10.0, 20.0]}, workers=1)
+    good = sweep(str(path), {"config.dma_hbm_write_bytes_per_ns": [10.0, 20.0]}, workers=1)
     assert good["error"].isna().all()
-    slow, fast = good.sort_values("config.dma_engine_bytes_per_ns")["latency_ns"]
+    slow, fast = good.sort_values("config.dma_hbm_write_bytes_per_ns")["latency_ns"]
     assert slow > fast
 
 

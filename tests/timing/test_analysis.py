@@ -18,6 +18,7 @@ import neuroncore_sim as ncs
 import neuroncore_sim.nki as nki
 import neuroncore_sim.nki.isa as nisa
 import neuroncore_sim.nki.language as nl
+from neuroncore_sim.config import TRN1, override
 from neuroncore_sim.report import tables as report
 
 from programs import AS_WRITTEN
@@ -116,11 +117,11 @@ def test_one_matmul_values(matmul_result):
 #   The PSUM->SBUF copy (VectorE) waits for the TensorE pipeline 147 + 30 (COPY_START), runs
 #     512 cycles / 1.12 GHz = 457.143.
 #   The store waits 60 VectorE cycles (53.571) + 30, then 1300; 2048 B buffers written to HBM
-#     at dma_engine_bytes_per_ns 18.1: ST_T.
-RD, WR, OVH = 17.0, 18.1, 7.0
+#     at dma_hbm_write_bytes_per_ns 17.0: ST_T.
+RD, WR, OVH = 17.0, 17.0, 7.0
 LS_T = 8 * max(OVH, 256 / RD)  # 120.47
 MV_T = 8 * max(OVH, 1024 / RD)  # 481.88
-ST_T = 8 * max(OVH, 2048 / WR)  # 905.19
+ST_T = 8 * max(OVH, 2048 / WR)  # 963.76
 MM_START = 1300 + LS_T + MV_T + 30
 MM_BUSY = 512 / (2.8 * 0.8524)  # 214.52
 COPY_START = MM_START + MM_BUSY + 147 + 30
@@ -128,7 +129,8 @@ LATENCY = COPY_START + 512 / 1.12 + 60 / 1.12 + 30 + 1300 + ST_T
 MM_NS = 512 / 2.8  # 128*128*512 MACs at 128*128 MACs per cycle at 2.8 GHz = 182.857 ns
 DMA_BYTES = 128 * 128 * 2 + 128 * 512 * 2 + 128 * 512 * 4  # 425,984: every byte crosses HBM once
 READ_BYTES = 128 * 128 * 2 + 128 * 512 * 2  # the two loads read HBM: 163,840
-# The DMA engines move the loads at dma_hbm_read_bytes_per_ns (17.0), the store at 18.1, over 16
+# The DMA engines move the loads at dma_hbm_read_bytes_per_ns (17.0), the store at
+# dma_hbm_write_bytes_per_ns (17.0), over 16
 DMA_NS = (READ_BYTES / RD + (DMA_BYTES - READ_BYTES) / WR) / 16
 
 
@@ -236,8 +238,9 @@ def test_summary_text_names_the_new_numbers(matmul_result):
             "the bound") in text
     assert f"MFU {100 * MM_NS / LATENCY:.1f}%" in text
     assert (f"bandwidth {100 * DMA_NS / LATENCY:.0f}% of peak {DMA_BYTES / DMA_NS:.1f} B/ns "
-            "(dma_engines 16, HBM reads at dma_hbm_read_bytes_per_ns 17, the rest at "
-            "dma_engine_bytes_per_ns 18.1)") in text
+            "(dma_engines 16, HBM reads at dma_hbm_read_bytes_per_ns 17, writes at "
+            "dma_hbm_write_bytes_per_ns 17, on-chip copies at dma_engine_bytes_per_ns 18.1)"
+            ) in text
     busy = f"{100 * (LS_T + MV_T + ST_T) / LATENCY:.1f}%"
     assert f"queues busy {busy}" in text and f"dma queues {busy}" in text
     assert f"{100 * DMA_BYTES / LATENCY / 410:.0f}% of peak 410 B/ns (hbm_bytes_per_ns)" in text
@@ -258,10 +261,10 @@ def test_dma_bound_verdict():
     assert ev["busiest_percent"] == s["dma_queue_busy_percent"] > 90
     assert ev["threshold_percent"] == 50.0
     # 8 loads + 8 stores of 512 KiB: 4 MiB read at 16 x 17.0 B/ns and 4 MiB written at
-    # 16 x 18.1 B/ns = 29,903 ns is the bound.
+    # 16 x 17.0 B/ns = 30,840 ns is the bound.
     assert s["dma_bytes"] == 16 * 128 * 1024 * 4
     assert s["roofline_limit"] == "dma_bandwidth"
-    assert s["roofline_ns"] == pytest.approx((4 * 2**20 / 17.0 + 4 * 2**20 / 18.1) / 16)
+    assert s["roofline_ns"] == pytest.approx((4 * 2**20 / 17.0 + 4 * 2**20 / 17.0) / 16)
     assert s["mfu_percent"] == 0.0 and s["matmul_flops"] == 0
     pct = f"{s['dma_bandwidth_percent_of_peak']:.0f}"
     assert ev["reason"] == (f"dma queues busy {ev['busiest_percent']:.1f}% of the latency > 50%;"
@@ -358,14 +361,15 @@ def _load_kernel():
 
 def test_dma_peak_is_the_read_peak_for_a_kernel_that_only_loads() -> None:
     """A load-bound kernel is compared with the HBM read peak (16 x 17.0 B/ns), not the write
-    peak: almost every byte it moves is read from HBM."""
+    peak (34 B/ns here, to tell them apart): almost every byte it moves is read from HBM."""
     a = np.zeros((128, 2048), np.float32)
-    res = ncs.simulate(_load_kernel(), a, functional=False)
+    fast_writes = override(TRN1, {"dma_hbm_write_bytes_per_ns": 34.0}, "test")
+    res = ncs.simulate(_load_kernel(), a, functional=False, config=fast_writes)
     s = res.summary()
     read, other = 128 * 2048 * 4, 128 * 4
-    peak = (read + other) / ((read / 17.0 + other / 18.1) / 16)
+    peak = (read + other) / ((read / 17.0 + other / 34.0) / 16)
     assert s["dma_peak_bytes_per_ns"] == pytest.approx(peak)
-    assert 271.9 < s["dma_peak_bytes_per_ns"] < 272.2  # ~16 x 17.0, not 289.6
+    assert 271.9 < s["dma_peak_bytes_per_ns"] < 272.3  # ~16 x 17.0, not 544
     assert s["dma_bandwidth_percent_of_peak"] <= 100.0
     t = report.dma_table(res)
     assert t.loc["total", "peak_bytes_per_ns"] == pytest.approx(peak)

@@ -310,12 +310,17 @@ def test_dma_split_over_engines(p, f, transfers, buffers_each):
     assert len(plan) == transfers
     assert all(t.buffers == buffers_each for t in plan)
     assert sum(t.nbytes for t in plan) == p * f * 4
-    # A load reads HBM: dma_hbm_read_bytes_per_ns; the store back writes it at the engine rate.
+    # A load reads HBM at dma_hbm_read_bytes_per_ns; the store back writes it at
+    # dma_hbm_write_bytes_per_ns; a copy on chip runs at dma_engine_bytes_per_ns.
     per_buffer = max(TRN1.dma_buffer_overhead_ns, f * 4 / TRN1.dma_hbm_read_bytes_per_ns)
     assert plan[0].engine_ns == pytest.approx(buffers_each * per_buffer)
     store = dma_transfers(b.dma(acc(h), acc(s)), TRN1)
-    per_buffer = max(TRN1.dma_buffer_overhead_ns, f * 4 / TRN1.dma_engine_bytes_per_ns)
+    per_buffer = max(TRN1.dma_buffer_overhead_ns, f * 4 / TRN1.dma_hbm_write_bytes_per_ns)
     assert store[0].engine_ns == pytest.approx(buffers_each * per_buffer)
+    s2 = b.tensor("s2", (p, f), "float32", "sbuf", site=2)
+    copy = dma_transfers(b.dma(acc(s2), acc(s)), TRN1)
+    per_buffer = max(TRN1.dma_buffer_overhead_ns, f * 4 / TRN1.dma_engine_bytes_per_ns)
+    assert copy[0].engine_ns == pytest.approx(buffers_each * per_buffer)
 
 
 def test_dma_noncontiguous_free_slice_needs_more_buffers():

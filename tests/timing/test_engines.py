@@ -287,9 +287,11 @@ def test_latency_at_least_roofline(program):
 @given(programs(), st.sampled_from(["bandwidth", "clock"]))
 def test_more_bandwidth_or_faster_clock_is_never_slower(program, what):
     if what == "bandwidth":
-        faster = dataclasses.replace(TRN1, dma_engine_bytes_per_ns=2 * TRN1.dma_engine_bytes_per_ns,
-                                 dma_hbm_read_bytes_per_ns=2 * TRN1.dma_hbm_read_bytes_per_ns,
-                                     hbm_bytes_per_ns=2 * TRN1.hbm_bytes_per_ns)
+        faster = dataclasses.replace(
+            TRN1, dma_engine_bytes_per_ns=2 * TRN1.dma_engine_bytes_per_ns,
+            dma_hbm_read_bytes_per_ns=2 * TRN1.dma_hbm_read_bytes_per_ns,
+            dma_hbm_write_bytes_per_ns=2 * TRN1.dma_hbm_write_bytes_per_ns,
+            hbm_bytes_per_ns=2 * TRN1.hbm_bytes_per_ns)
     else:
         faster = dataclasses.replace(TRN1, **{f"{e}_clock_hz": 1.5 * TRN1.clock_hz(e)
                                               for e in ("tensor", "vector", "scalar", "gpsimd")})
@@ -323,6 +325,7 @@ def test_dma_issue_order_anomaly():
     b.dma(acc(s[0], *c(64, 128)), acc(h0, *c(64, 128)))
     base = dataclasses.replace(AS_WRITTEN, dma_hbm_read_bytes_per_ns=6.96)
     faster = dataclasses.replace(base, dma_engine_bytes_per_ns=2 * base.dma_engine_bytes_per_ns,
+                                 dma_hbm_write_bytes_per_ns=2 * base.dma_hbm_write_bytes_per_ns,
                                  hbm_bytes_per_ns=2 * base.hbm_bytes_per_ns)
     assert (simulate_timing(b.program, faster).latency_ns
             <= simulate_timing(b.program, base).latency_ns + 1e-6)
