@@ -264,56 +264,53 @@ blocks around (8, 2, 8) varying one factor at a time, plus three that do not fit
 buffer per allocation line (the compiler spills).
 """
 TABLE_NOTES = """Latency in ms unless marked us; failed points last. *TensorE busy*: share of the
-latency TensorE executes matmuls. *MFU*: the TensorE FLOPs bound (every matmul at the bf16
-peak, the summary's `roofline_terms_ns["tensor_flops"]`) over the latency, which is the
-summary's `mfu_percent`; it equals TensorE busy here because every matmul is a full
-128 x 128 x 512 tile, which runs at the peak rate. *DMA queues busy*: mean busy share of the 16
-DMA queues (fixed costs included); *DMA bw of peak*: bytes moved over the latency against the
-16 engines' peak for the point's mix of DMAs (loads from HBM at the HBM read rate, the rest at
-the write rate; the summary's `dma_bandwidth_percent_of_peak`), i.e. the DMA floor over the
-latency. *Bottleneck*: the busiest engine when it is busy more than half the latency, else
-"latency". Failed points: an `AssertionError` is the kernel's guard.
+latency TensorE executes matmuls. *MFU*: the TensorE FLOPs bound (every matmul at the documented
+bf16 peak, the summary's `roofline_terms_ns["tensor_flops"]`) over the latency, the summary's
+`mfu_percent`; it is TensorE busy times `tensor_sustained_fraction` (0.8524: the model streams
+matmuls at the 85 % of the documented rate that AWS's fully optimized matmul reaches), since every
+matmul here is a full 128 x 128 x 512 tile. *DMA queues busy*: mean busy share of the 16 DMA
+queues (fixed costs included); *DMA bw of peak*: the kernel's own DMA bytes over the latency
+against the 16 engines' peak (17 B/ns each, reading or writing HBM; the summary's
+`dma_bandwidth_percent_of_peak`), i.e. the DMA floor over the latency: below *DMA queues busy*
+when the queues also move spill traffic. *Bottleneck*: the busiest engine when it is busy more
+than half the latency, else "latency". Failed points: an `AssertionError` is the kernel's guard.
 """
 PLOT_NOTES = """Left: the latency of every point at the large shape (step 1 is left out: other
 shape). Right: every engine's busy time stacked, the latency as a black tick. Steps 2 and 3 are
-almost all DMA time; TensorE (blue, the same 5.99 ms in every row) fills most of the latency
-only where the traffic is small enough for the DMA engines to keep up with it.
+almost all DMA time; TensorE (blue, the same 7.03 ms of busy time in every row) fills the
+latency only where the traffic is small enough for the DMA engines to keep up with it.
 """
-WHY = """**What bounds every point** is the larger of two floors: TensorE's, 5.99 ms (every
-matmul at the bf16 peak), and the time the 16 DMA engines need for the point's traffic: loads
-from HBM at `dma_hbm_read_bytes_per_ns` each (6.96 B/ns, 111 B/ns for all 16: fitted on AWS's
-matmul tutorial, docs/model.md), stores at the faster write rate. 640 MiB of traffic take as long
-as TensorE's floor; the *DMA bw of peak* column is the DMA floor over the latency.
+WHY = """**What bounds every point** is the larger of two floors. TensorE's: 5.99 ms at the
+documented bf16 peak, 7.03 ms at the rate the model sustains (`tensor_sustained_fraction`). The DMA
+engines': the point's traffic at 272 B/ns (16 engines x 17 B/ns, loads and stores alike, AWS's
+DMA bandwidth guide); 1,820 MiB take as long as TensorE's floor. These are the defaults of the
+SDK 2.26 toolchain (DGE off); under `toolchain=2.20` (DGE on) the loads of steps 2 and 3 are
+limited by the descriptor generator instead (reports/validation.md compares AWS's 2.20 table).
 
-**Steps 2 and 3** sit on the DMA floor (100% of the DMA peak): 5184 MiB in 48.4 ms and
-4224 MiB in 39.4 ms. Their transfers are small (256 B and 1 KiB per partition), but 16 engines
-keep enough of them in flight that the per-DMA fixed costs hide behind the reads. TensorE waits
-on those loads (the `tensor waited ... on dma` stall, once per matmul).
+**Steps 2 and 3** sit on the DMA floor: 5,184 MiB in 20.0 ms and 4,224 MiB in 17.2 ms (95 % of
+the peak; the per-DMA fixed costs show a little at 1 KiB per partition). TensorE waits on the
+loads, once per matmul (the `tensor waited ... on dma` stall).
 
 **Step 4**: the gain is reuse. Each rhs tile feeds BLOCK_M matmuls, so rhs (128 MiB) is read
 32 / BLOCK_M times while lhsT (64 MiB) is read once whatever the block: the traffic falls from
-4224 MiB at (1, 1) to 640 MiB at (8, 1), and BLOCK_N changes nothing ((2, 1), (2, 2) and (2, 4)
-all move 2176 MiB in 20.1 ms; a wider BLOCK_N only makes each rhs DMA bigger). Only (8, 1)
-reaches TensorE's floor: 89% busy, 6.76 ms. What keeps it above the floor: its DMA floor is
-right at TensorE's, so TensorE now and then waits for an rhs tile (`tensor waited ... on dma`
-at the rhs load), and between N blocks it waits for the PSUM-to-SBUF copies that free the 8
-PSUM banks (`tensor waited ... on vector`, `tensor_copy`). The `memset` of `acc = nl.zeros(...,
-buffer=nl.psum)` costs nothing: the timing model folds it into the matmuls that start each
-bank's accumulation group (docs/model.md).
+4,224 MiB at (1, 1) to 640 MiB at (8, 1). BLOCK_N changes nothing ((2, 1), (2, 2) and (2, 4)
+all move 2,176 MiB, 8.4-9.6 ms, DMA-bound): a wider BLOCK_N only makes each rhs DMA bigger.
+From BLOCK_M = 4 (1,152 MiB, 4.4 ms of DMA time) the points reach TensorE's floor, 97 % busy,
+7.2 ms. The `memset` of `acc = nl.zeros(..., buffer=nl.psum)` costs nothing: the compile stage
+folds it into the matmuls that start each bank's accumulation group (docs/model.md).
 
 **Step 5** keeps the fp32 result block in SBUF, so PSUM no longer caps the block, but lhsT is
-now read 16 / BLOCK_N times: at (16, 2, 8) lhsT 8 times and rhs twice, 832 MiB, whose 7.46 ms
-of DMA time exceed TensorE's floor; the point ends at 8.67 ms, DMA-bound, behind step 4's (8, 1).
-The (8, 2, BLOCK_K) points move 1088 MiB (10.3 to 11.1 ms; a smaller BLOCK_K is a little faster:
-more buffers of each operand block fit, so the next K block loads sooner), (4, 2, 8) and
-(8, 1, 8) 1600 MiB. The blocks that would move less, (16, 4, 8) with 576 MiB and (32, 2, 8) and
-(8, 8, 8) with 704 MiB, do not fit SBUF with a buffer per allocation line: the compiler spills
-(256 to 584 MiB of spill traffic, compiler/spill.py) and they end at 12.4 to 15.8 ms. So in this
-model blocking K with an SBUF accumulator pays only when it keeps the traffic down to step
-4's; AWS's own fully optimized kernel does that with a bf16 result strip per N block
-(kernels/matmul_strip.py: 640 MiB of reads; reports/validation.md compares it with AWS's
-measurement). The ranking rests on the fitted HBM read rate: at a higher rate step 5's larger
-blocks would reach TensorE's floor too.
+now read 16 / BLOCK_N times. Its best points, (8, 1, 8), (4, 2, 8) and (8, 2, 8) (1,088 to
+1,600 MiB), keep TensorE 100 % busy: 7.04 ms, the fastest of the ladder, a little ahead of
+step 4, whose TensorE waits now and then for an rhs load or a copy out of PSUM (97 % busy).
+Larger blocks move less but are slower: fewer buffers of each larger operand block fit, so
+TensorE waits for the next K block's loads (at (16, 2, 16) 2.5 ms of `tensor waited ... on
+dma`), while VectorE adds each block's PSUM partial sums into the SBUF result (the
+`tensor_tensor` stalls); and (16, 4, 8), (32, 2, 8) and (8, 8, 8)
+do not fit SBUF with a buffer per allocation line, so the compiler spills (compiler/spill.py;
+their *DMA bw of peak* falls below *DMA queues busy*) and they end at 9.0 to 10.6 ms. AWS's own
+fully optimized kernel keeps a bf16 result strip per N block instead (kernels/matmul_strip.py;
+reports/validation.md compares it with AWS's measurement).
 """
 
 PAIRS_INTRO = """The same sweep machinery on the two other kernel pairs, at their example shapes
@@ -323,21 +320,21 @@ chunk, one `nisa.bn_aggr`, one two-operator `tensor_scalar`), fp32 [N, F]. `dma_
 `x * 0.5` on a tall fp32 [R, 32] tensor, one 128 B row per partition (`row_per_partition`)
 versus ROWS_PER_PARTITION consecutive rows per partition (`rows_grouped`).
 """
-PAIRS_NOTES = """**layernorm**: the `nl` version is VectorE-bound: `nl.mean` and `nl.var`
-lower to full-tile reductions and element-wise passes (the variance recomputes the mean,
-subtracts, squares and reduces); with the final subtract and multiply that is seven
-full-width VectorE instructions per tile. The `bn_stats` version reads the tile twice: one
-`bn_stats` per 512-element chunk and one two-operator `tensor_scalar`, plus a small `bn_aggr`.
-VectorE time falls about 3.5x and the kernel becomes DMA-bound: at the large shape it sits on the
-DMA floor (100% of the DMA peak), 8% faster than the `nl` version, whose loads already take
-92% of its latency.
+PAIRS_NOTES = """**layernorm**: the `nl` version lowers `nl.mean` and `nl.var` to full-tile
+reductions and element-wise passes (the variance recomputes the mean, subtracts, squares and
+reduces); the compile stage moves the element-wise passes it can between VectorE and ScalarE
+(both are busy). The `bn_stats` version reads the tile twice: one `bn_stats` per 512-element
+chunk and one two-operator `tensor_scalar`, plus a small `bn_aggr`. At the example shape the
+`bn_stats` version is about a third faster; at the large shape both are DMA-bound (97-99 % of
+the DMA peak) and within 3 % of each other: the loads and stores, not the arithmetic, set the
+time.
 **dma_rows**: each tile is one load, one multiply and one store. With one 128 B row per
 partition (`row_per_partition`) every DMA is small and pays its fixed cost: the DMA queues are
-busy only half the time and the kernel is latency-bound. Grouping puts ROWS_PER_PARTITION rows
-in each partition of a tile, so there are that many times fewer DMAs, each that many times
-larger per partition: at 2 rows the latency falls 43%, at 4 the kernel is on the DMA floor (98%
-of the DMA peak), and more rows per partition change nothing (16 and 32: 0.106 ms, 2x faster than
-one row per partition).
+busy under a third of the time and the kernel is latency-bound. Grouping puts
+ROWS_PER_PARTITION rows in each partition of a tile, so there are that many times fewer DMAs,
+each that many times larger per partition: at 2 rows the latency halves, from 4 rows the kernel
+is on the DMA floor (94-98 % of the DMA peak), and more rows per partition change little (8 to
+32: 63 us, 3.3x faster than one row per partition).
 
 """
 REGENERATE = """## Regenerating
