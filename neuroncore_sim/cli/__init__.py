@@ -18,9 +18,12 @@ after it are the script's.
 
 from __future__ import annotations
 
+import _thread
 import argparse
+import functools
 import os
 import sys
+import threading
 import traceback
 from pathlib import Path
 from typing import Sequence
@@ -134,8 +137,11 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, str | None]]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``neuroncore-sim`` and ``python -m neuroncore_sim``; returns the exit
     status."""
+    previous_hook = sys.unraisablehook
+    redeliveries: list[threading.Timer] = []
+    sys.unraisablehook = functools.partial(_redeliver_interrupt, previous_hook, redeliveries)
     try:
-        return _main(argv)
+        status = _main(argv)
     except KeyboardInterrupt:  # Ctrl-C: one line; files under --out are whole sets or absent
         print("neuroncore-sim: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -146,6 +152,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
         return EXIT_OK
+    finally:
+        sys.unraisablehook = previous_hook
+        for timer in redeliveries:
+            timer.cancel()
+    if redeliveries:  # a Ctrl-C was ignored and the command ended before it came again
+        print("neuroncore-sim: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return status
+
+
+def _redeliver_interrupt(previous_hook, redeliveries: list, unraisable) -> None:
+    """``sys.unraisablehook`` while the command runs: a Ctrl-C that lands in a callback whose
+    exceptions Python ignores (a weakref callback, a ``__del__``: "Exception ignored in ...")
+    is delivered again to the main thread, where the command stops as for any Ctrl-C; before
+    this, the command went on and could end with status 0. Other unraisable exceptions go to
+    the hook that was in place (``previous_hook``)."""
+    if issubclass(unraisable.exc_type, KeyboardInterrupt):
+        # From another thread, a moment later: raised here (or in the callback still
+        # running), it would be ignored again.
+        timer = threading.Timer(0.05, _thread.interrupt_main)
+        redeliveries.append(timer)
+        timer.start()
+        return
+    previous_hook(unraisable)
 
 
 def _main(argv: Sequence[str] | None) -> int:
