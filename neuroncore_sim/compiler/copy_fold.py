@@ -77,10 +77,8 @@ def _foldable(producer: Instruction, src: Access, dst: Access) -> bool:
     out = producer.dsts.get("out")
     if out is None or not _same(out, src) or src.size != src.tensor.size:
         return False
-    if any(a.tensor.id == src.tensor.id for role, a in producer.dsts.items() if role != "out"):
-        return False
-    if any(a.tensor.id == src.tensor.id for a in producer.srcs.values()):
-        return False
+    if sum(a.tensor.id == src.tensor.id for a, _ in producer.accesses()) != 1:
+        return False  # it also reads the temporary, or writes it through another role
     if dst.tensor.space is MemSpace.HBM:
         return False
     if dst.tensor.space is MemSpace.PSUM and producer.engine is Engine.GPSIMD:

@@ -131,7 +131,8 @@ def dma_line_table(result: SimResult) -> "pd.DataFrame":
     instructions), ``transfers``, ``bytes``, ``bytes_per_partition`` (per DMA instruction, on
     average), ``busy_ns`` (summed transfer time over the DMA engines), ``efficiency_percent``
     (bytes over what the engines could move in that time, at the rate of the DMA's direction,
-    ``cost.dma_rate``; low when the per-descriptor floor dominates). Index: "file.py:LINE"; heaviest (busy) first.
+    ``cost.dma_rate``; low when the per-descriptor floor dominates). Index: "file.py:LINE";
+    heaviest (busy) first.
     """
     import pandas as pd
 
