@@ -32,7 +32,7 @@ KIB = 1024
 
 #: Version of the timing model: changed by every commit that moves estimates (a recalibration, a
 #: new mechanism), so stored cycle baselines can tell a model change from a kernel regression.
-MODEL_VERSION = "2026.11.29.3"
+MODEL_VERSION = "2026.11.29.4"
 
 #: neuronx-cc releases whose behaviour the compile options can stand for -> the options that differ
 #: from CompileOptions' defaults. Setting ``toolchain`` sets these unless they are given too.
@@ -69,6 +69,7 @@ class CompileOptions:
     #: ``--auto-cast``: "none", "matmult" (fp32 matmul inputs run as bf16) or "all".
     auto_cast: str = "matmult"
     fold_psum_zeros: bool = True
+    fold_zero_adds: bool = True
     fold_copies: bool = True
     hoist_invariants: bool = True
     balance_engines: bool = True

@@ -14,6 +14,7 @@ from neuroncore_sim.program.ir import TensorDecl
 AS_WRITTEN = override(TRN1, {"compiler": {"balance_engines": False, "reorder": False,
                                           "auto_cast": "none", "vectorize": False,
                                           "keep_resident_loads": False,
+                                          "fold_zero_adds": False,
                                           "fold_copies": False}}, "tests")
 
 

@@ -75,7 +75,7 @@ def _foldable(producer: Instruction, src: Access, dst: Access) -> bool:
     if producer.engine not in _PRODUCERS or producer.mask is not None:  # (no DMA, no TensorE)
         return False
     out = producer.dsts.get("out")
-    if out is None or not _same(out, src) or src.size != src.tensor.size:
+    if out is None or not same_region(out, src) or src.size != src.tensor.size:
         return False
     if sum(a.tensor.id == src.tensor.id for a, _ in producer.accesses()) != 1:
         return False  # it also reads the temporary, or writes it through another role
@@ -86,6 +86,7 @@ def _foldable(producer: Instruction, src: Access, dst: Access) -> bool:
     return (dst.size == src.size and dst.row_lo == src.row_lo and dst.row_hi == src.row_hi)
 
 
-def _same(a: Access, b: Access) -> bool:
+def same_region(a: Access, b: Access) -> bool:
+    """Whether ``a`` and ``b`` are the same elements of the same tensor, seen as one dtype."""
     return (a.tensor.id == b.tensor.id and a.offset == b.offset and a.pattern == b.pattern
             and a.view_dtype == b.view_dtype)

@@ -10,6 +10,7 @@ pass                         switch                  module
 DMA descriptors at run time  ``dge``                 :mod:`.dma_descriptors`
 fp32 matmuls run as bf16     ``auto_cast``           :mod:`.auto_cast`
 fold PSUM zero memsets       ``fold_psum_zeros``     :mod:`.psum_zeros`
+additions to zero as copies  ``fold_zero_adds``      :mod:`.zero_add`
 copies folded into producers ``fold_copies``         :mod:`.copy_fold`
 vectorise affine_range loops ``vectorize``           :mod:`.vectorize`
 loads kept in SBUF           ``keep_resident_loads`` :mod:`.resident_loads`
@@ -42,6 +43,7 @@ from .resident_loads import keep_resident_loads
 from .schedule import InstanceSchedule, Schedule, instance_streams
 from .spill import SpillPlan
 from .vectorize import vectorize
+from .zero_add import fold_zero_adds
 
 
 def compile_program(program: Program, config: NeuronCoreConfig) -> Schedule:
@@ -76,6 +78,8 @@ def compile_instance(instance: int, instrs: list[Instruction], config: NeuronCor
         folded = folded_psum_zeros(instrs)  # PSUM zeros the compiler folds into matmuls
         if folded:
             instrs = [ins for ins in instrs if ins.id not in folded]
+    if options.fold_zero_adds:
+        instrs = fold_zero_adds(instrs)  # additions to a memset's zeros become copies
     if options.fold_copies:
         instrs = fold_copies(instrs)  # a temporary's only reader, a copy, folded into its writer
     if options.vectorize and not keeps_order:

@@ -32,7 +32,7 @@ def folded_psum_zeros(instrs: list[Instruction]) -> set[int]:
     Pending memsets are indexed by tensor and column bucket (a block tensor's block, else the
     whole row), so an access meets only the memsets near it: ``nl.zeros`` of a block tensor is
     one memset per block, thousands of them pending at once (issue 16)."""
-    pending = _Pending()
+    pending = PendingZeros()
     folded: set[int] = set()
     for ins in instrs:
         for a in (*ins.srcs.values(), *ins.dsts.values()):
@@ -54,8 +54,9 @@ def folded_psum_zeros(instrs: list[Instruction]) -> set[int]:
     return folded
 
 
-class _Pending:
-    """The undecided memsets of every tensor, listed in each column bucket their region
+class PendingZeros:
+    """Zero memsets indexed by tensor and column bucket (also :mod:`.zero_add`'s): the
+    undecided memsets of every tensor, listed in each column bucket their region
     spans; a decided one (``done``) leaves a bucket's list when the list is next read."""
 
     __slots__ = ("width", "buckets")

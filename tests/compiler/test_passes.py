@@ -238,8 +238,8 @@ def test_every_switch_off_gives_the_kernel_as_written():
     program order per queue, unmarked."""
     prog = program_of(zero_then_accumulate, nt.tensor[[256, 128], nl.float32],
                       nt.tensor[[256, 512], nl.float32])
-    plain = options(dge=False, auto_cast="none", fold_psum_zeros=False, fold_copies=False,
-                    vectorize=False,
+    plain = options(dge=False, auto_cast="none", fold_psum_zeros=False, fold_zero_adds=False,
+                    fold_copies=False, vectorize=False,
                     keep_resident_loads=False, hoist_invariants=False, balance_engines=False,
                     reorder=False)
     rows = listing(prog, plain)
