@@ -41,7 +41,7 @@ from typing import Iterable
 from ..config import NeuronCoreConfig
 from ..program.ir import Instruction, MemSpace, TensorDecl
 from .spill import SpillPlan, plan_spills
-from .tiles import BLOCK_SHIFT, block_elems, tile_bytes
+from .tiles import BLOCK_SHIFT, block_elems, site_key, tile_bytes
 
 @dataclass(frozen=True, slots=True)
 class BufferRing:
@@ -147,7 +147,7 @@ def plan_buffers(instrs: list[Instruction], config: NeuronCoreConfig,
         t = decls[key]
         keys = of_tensor.get(t.id)
         if keys is None:
-            keys = of_tensor[t.id] = sites.setdefault(_site_key(t), [])
+            keys = of_tensor[t.id] = sites.setdefault(site_key(t), [])
         keys.append(key)
     rings = [_ring(keys, decls, first, last, config) for keys in sites.values()]
     placed_bytes = _placed_bytes(placed.values(), config)
@@ -177,11 +177,6 @@ def _capacity(space: MemSpace, config: NeuronCoreConfig, placed: dict[MemSpace, 
     total = (config.sbuf_usable_bytes_per_partition if space is MemSpace.SBUF
              else config.psum_bytes_per_partition)
     return max(0, total - placed[space])  # (direct allocation may reach into the reserve)
-
-
-def _site_key(t: TensorDecl) -> tuple[object, ...]:
-    """The tiles of one allocation site (a kernel line) in one memory share a ring."""
-    return (t.space, t.site) if t.site is not None else (t.space, "#", t.id)
 
 
 def _ring(tids: list[int], decls: dict[int, TensorDecl], first: dict[int, int],

@@ -106,9 +106,9 @@ def compile_instance(instance: int, instrs: list[Instruction], config: NeuronCor
 def _reordered_or_kept(reordered: list[Instruction], kept: list[Instruction],
                        config: NeuronCoreConfig, ids: NewIds, last: bool) -> InstancePlan:
     """The memory plan of the interleaved stream ``reordered``, unless it moves more bytes to
-    spill memory than the kernel's own order ``kept`` does, beyond SPILL_TOLERANCE (the
-    compiler weighs its schedule against memory; assumption, docs/model.md): then the plan of
-    ``kept``. The kernel's order is planned only when the interleaved stream spills at all
+    spill memory (:func:`_spilled`) than the kernel's own order ``kept`` does, beyond
+    SPILL_TOLERANCE (the compiler weighs its schedule against memory; assumption,
+    docs/model.md): then the plan of ``kept``. The kernel's order is planned only when the interleaved stream spills at all
     (the plan not taken leaves unused ids: harmless gaps)."""
     first = plan_buffers(reordered, config, psum_probe=last)
     kept_first = None
@@ -141,5 +141,7 @@ def _moved(sp: SpillPlan) -> int:
 
 
 def _spilled(ip: InstancePlan) -> int:
-    """Bytes a memory plan moves to and from spill space (SBUF and PSUM)."""
-    return sum(_moved(sp) for sp in (ip.plan.spill, ip.psum) if sp is not None)
+    """Bytes a memory plan moves to and from spill space (SBUF and PSUM), and the bytes of
+    evicted constants its memsets write again (a schedule that needs them does not fit
+    either)."""
+    return sum(_moved(sp) + sp.remat_bytes for sp in (ip.plan.spill, ip.psum) if sp is not None)

@@ -39,7 +39,7 @@ from ..dtypes import dtype_name
 from ..program.ir import Engine, Instruction, MemSpace, Opcode, TensorDecl
 from .engine_choice import estimate_ns as compute_ns
 from .schedule import DMA_QUEUE, RAW, _LiveAccesses, queue_name
-from .tiles import tile_bytes
+from .tiles import site_key, tile_bytes
 
 
 #: How many more spilled bytes (relative) an interleaved schedule may cost than the kernel's
@@ -166,7 +166,7 @@ def _tables(instrs: list[Instruction], config: NeuronCoreConfig) -> _Tables:
                 uses[tid] = 1
                 touched.append(tid)
                 size = t.row_bytes if space is sbuf else _psum_bytes(t, bank)
-                site = numbers.setdefault(t.site or tid, len(numbers))
+                site = numbers.setdefault(site_key(t), len(numbers))
                 sizes[tid] = site, space, size
                 opens[k].append((site, space, size, tid))
         touches.append(tuple(touched))

@@ -28,6 +28,7 @@ from ..config import NeuronCoreConfig
 from ..dtypes import dtype_str
 from ..program.ir import Access, Instruction, MemSpace, Opcode, TensorDecl
 from .reorder import memory_demand
+from .tiles import site_key
 
 
 def keep_resident_loads(instrs: list[Instruction], config: NeuronCoreConfig
@@ -44,7 +45,7 @@ def keep_resident_loads(instrs: list[Instruction], config: NeuronCoreConfig
         region = _region(ins, writes)
         if region is None:
             continue
-        site = ins.out.tensor.site or ins.out.tensor.id  # (as the scheduler keys sites)
+        site = site_key(ins.out.tensor)  # (as the scheduler keys sites)
         first = sites.setdefault(site, {}).setdefault(region, ins.out.tensor)
         if first is not ins.out.tensor:
             repeats.setdefault(site, {})[ins.out.tensor.id] = first

@@ -69,3 +69,9 @@ def tile_cols(key: int, t: TensorDecl) -> tuple[int, int]:
         return 0, t.row_size
     b = key_block(key)
     return b * per, (b + 1) * per
+
+
+def site_key(t: TensorDecl) -> tuple[object, ...]:
+    """The allocation site whose ring the tiles of ``t`` share: its kernel line in its memory
+    (a line's PSUM and SBUF tiles are two rings), or ``t`` alone without a line."""
+    return (t.space, t.site) if t.site is not None else (t.space, "#", t.id)

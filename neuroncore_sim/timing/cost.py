@@ -176,7 +176,12 @@ def _bn_aggr(ins: Instruction, c: NeuronCoreConfig, n: int) -> float:
 def _nc_transpose(ins: Instruction, c: NeuronCoreConfig, n: int) -> float:
     if ins.engine is Engine.TENSOR:  # back-to-back same shape: max(P, min(64, F))
         data = ins.srcs["data"]
-        return max(data.partitions, min(c.mm_init_latency_cycles, data.free_size))
+        # A TensorE transpose is a matmul by the identity (arch.md): fp32 data takes the fp32
+        # matmul's passes and is not auto-cast (a transpose moves values, it must not round
+        # them). Measured: Autocomp's attention v7 casts its fp32 V blocks to bf16 before
+        # transposing them and runs 15 % faster than v6 (docs/model.md).
+        passes = c.fp32_matmul_slowdown if dtype_name(data.dtype) == "float32" else 1.0
+        return passes * max(data.partitions, min(c.mm_init_latency_cycles, data.free_size))
     return max(c.min_ii_cycles, n)
 
 

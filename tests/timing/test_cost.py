@@ -223,9 +223,12 @@ def test_vector_transpose(n):
 
 
 @pytest.mark.parametrize("p, f", [(128, 128), (128, 16), (32, 128), (16, 16), (64, 32)])
-def test_tensor_transpose(p, f):
-    ns, cycles = run_one("nc_transpose", "tensor", f, p=p, out_n=p)
-    assert cycles == max(p, min(64, f))
+@pytest.mark.parametrize("dtype, passes", [("bfloat16", 1), ("float32", 4)])
+def test_tensor_transpose(p, f, dtype, passes):
+    """max(P, min(64, F)); fp32 data takes the fp32 matmul's four passes (a TensorE transpose
+    is a matmul by the identity)."""
+    ns, cycles = run_one("nc_transpose", "tensor", f, dtype, p=p, out_n=p)
+    assert cycles == passes * max(p, min(64, f))
     assert ns == pytest.approx(cycles / CLOCK["tensor"])
 
 
