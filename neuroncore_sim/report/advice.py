@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..dtypes import dtype_name
 from ..program.ir import DMA_OPCODES, MemSpace, Opcode
 from ..timing.cost import dma_rate
 from ..timing.critical_path import CriticalPath, critical_path
@@ -202,10 +203,17 @@ def _transposes(res: SimResult, path: CriticalPath, s: dict) -> list[Advice]:
         return []
     lines = tuple(sorted({e.source for e in res.timing.events
                           if e.opcode == Opcode.NC_TRANSPOSE.value}))[:3]
+    fp32 = sum(ins.opcode is Opcode.NC_TRANSPOSE and ins.engine.value == "tensor"
+               and dtype_name(ins.srcs["data"].dtype) == "float32"
+               for ins in res.program.instructions)
+    # (an fp32 transpose runs the fp32 matmul's four passes: timing/cost.py)
+    cast = (f"; {fp32} of them move fp32 data at four TensorE passes each: cast the tile to "
+            "bf16 first (nisa.tensor_copy(..., dtype=nl.bfloat16)) where bf16 precision is "
+            "enough" if fp32 else "")
     return [Advice(
         "transposes", f"{100 * tr / hw:.0f}% of TensorE's FLOPs are transposes "
         f"({', '.join(lines)}, {_us(ns)}): load the operand already transposed "
-        "(nl.load_transpose2d, or another layout in HBM) or transpose once and keep it",
+        f"(nl.load_transpose2d, or another layout in HBM) or transpose once and keep it{cast}",
         lines, ns)]
 
 

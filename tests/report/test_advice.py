@@ -3,6 +3,7 @@ and stays silent on one built without it."""
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -175,6 +176,9 @@ def test_stationary_waits_fire_on_a_reloaded_stationary_only() -> None:
 def test_transposes_fire_when_they_are_most_of_tensore_only() -> None:
     rules = _rules(many_transposes, np.zeros((128, 128), F32))
     assert "transposes" in rules and "100% of TensorE's FLOPs" in rules["transposes"]
+    assert "256 of them move fp32 data at four TensorE passes each" in rules["transposes"]
+    bf16 = _rules(many_transposes, np.zeros((128, 128), ml_dtypes.bfloat16))
+    assert "transposes" in bf16 and "fp32" not in bf16["transposes"]
     assert "transposes" not in _rules(hoisted_stationary, np.zeros((128, 128), F32),
                                        np.zeros((128, 512), F32))
 
