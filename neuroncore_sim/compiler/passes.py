@@ -108,8 +108,8 @@ def _reordered_or_kept(reordered: list[Instruction], kept: list[Instruction],
     """The memory plan of the interleaved stream ``reordered``, unless it moves more bytes to
     spill memory (:func:`_spilled`) than the kernel's own order ``kept`` does, beyond
     SPILL_TOLERANCE (the compiler weighs its schedule against memory; assumption,
-    docs/model.md): then the plan of ``kept``. The kernel's order is planned only when the interleaved stream spills at all
-    (the plan not taken leaves unused ids: harmless gaps)."""
+    docs/model.md): then the plan of ``kept``. The kernel's order is planned only when the
+    interleaved stream spills at all (the plan not taken leaves unused ids: harmless gaps)."""
     first = plan_buffers(reordered, config, psum_probe=last)
     kept_first = None
     if (last and first.psum_spill is not None and _moved(first.psum_spill)
