@@ -49,7 +49,7 @@ def folded_psum_zeros(instrs: list[Instruction]) -> set[int]:
                     z.done = True
                     if outcome:
                         folded.add(z.memset)
-        if _is_dense_zero_memset(ins):
+        if dense_zero_memset(ins) and ins.out.tensor.space is MemSpace.PSUM:
             pending.add(ins.out, _Zeroed(ins.id, [_rect(ins.out)]))
     return folded
 
@@ -115,9 +115,11 @@ class _Zeroed:
         return True if not self.untouched else None
 
 
-def _is_dense_zero_memset(ins: Instruction) -> bool:
+def dense_zero_memset(ins: Instruction) -> bool:
+    """Whether ``ins`` is a memset of 0 without a mask over a dense box (any memory; also
+    :mod:`.zero_add`'s)."""
     return (ins.opcode is Opcode.MEMSET and ins.mask is None and ins.attrs.get("value") == 0
-            and ins.out.tensor.space is MemSpace.PSUM and _dense(ins.out))
+            and _dense(ins.out))
 
 
 def _starts_group(ins: Instruction, a: Access) -> bool:

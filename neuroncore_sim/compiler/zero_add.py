@@ -36,7 +36,7 @@ import numpy as np
 
 from ..program.ir import Access, Instruction, Opcode
 from .copy_fold import same_region
-from .psum_zeros import PendingZeros
+from .psum_zeros import PendingZeros, dense_zero_memset
 
 
 def fold_zero_adds(instrs: list[Instruction]) -> list[Instruction]:
@@ -47,18 +47,20 @@ def fold_zero_adds(instrs: list[Instruction]) -> list[Instruction]:
     copies: dict[int, Instruction] = {}  # position -> the copy replacing the addition there
     adds: dict[object, list[int]] = {}  # kernel line -> positions of its in-place additions
     for pos, ins in enumerate(instrs):
-        main = ins.dsts.get("out")
-        acc = _accumulated(ins)
-        if acc is not None:
+        operands = _accumulated(ins)
+        if operands is not None:
+            acc, other = operands
             adds.setdefault(ins.loc, []).append(pos)
             if acc.tensor.id in zeroed.width and any(z.holds(acc) for z in zeroed.near(acc)):
-                copies[pos] = _copy_of_other(ins, acc)
+                copies[pos] = Instruction(ins.id, Opcode.TENSOR_COPY, ins.engine, ins.dsts,
+                                          {"src": other}, {}, ins.loc, None, ins.instance,
+                                          ins.loops)
         for a in ins.dsts.values():  # what it writes is no longer zero
             if a.tensor.id in zeroed.width:
                 for z in zeroed.near(a):
                     z.written(a)
-        if _is_dense_zero_memset(ins):
-            zeroed.add(main, _Zeros(main))
+        if dense_zero_memset(ins):
+            zeroed.add(ins.out, _Zeros(ins.out))
     # The compiler rewrites a loop's body, not one iteration: an addition whose line also adds
     # to memory no longer zero (a later iteration of the same accumulation) stays.
     fold = {p for line in adds.values() if all(p in copies for p in line) for p in line}
@@ -97,27 +99,14 @@ class _Zeros:
                 and not self.dirty[self._cols(a)].any())
 
 
-def _accumulated(ins: Instruction) -> Access | None:
-    """The operand of ``ins`` that is also its output when ``ins`` is an unmasked in-place
-    ``tensor_tensor`` add (``acc[r] += x``), else None."""
+def _accumulated(ins: Instruction) -> tuple[Access, Access] | None:
+    """(the operand that is also the output, the other operand) when ``ins`` is an unmasked
+    in-place ``tensor_tensor`` add (``acc[r] += x``), else None."""
     if ins.opcode is not Opcode.TENSOR_TENSOR or ins.attrs.get("op") != "add" or (
             ins.mask is not None or len(ins.srcs) != 2):
         return None
     a, b = ins.srcs.values()
-    if same_region(a, ins.out) != same_region(b, ins.out):
-        return a if same_region(a, ins.out) else b
-    return None
-
-
-def _copy_of_other(ins: Instruction, acc: Access) -> Instruction:
-    """``ins``, an addition to zeros in ``acc``, as a copy of its other operand."""
-    other = next(a for a in ins.srcs.values() if a is not acc)
-    return Instruction(ins.id, Opcode.TENSOR_COPY, ins.engine, ins.dsts, {"src": other}, {},
-                       ins.loc, None, ins.instance, ins.loops)
-
-
-def _is_dense_zero_memset(ins: Instruction) -> bool:
-    out = ins.dsts.get("out")
-    return (ins.opcode is Opcode.MEMSET and ins.mask is None and ins.attrs.get("value") == 0
-            and out is not None and out.size == (out.row_hi - out.row_lo) * (
-                out.col_hi - out.col_lo))
+    a_in_place, b_in_place = same_region(a, ins.out), same_region(b, ins.out)
+    if a_in_place == b_in_place:
+        return None
+    return (a, b) if a_in_place else (b, a)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..dtypes import dtype_name
-from ..program.ir import DMA_OPCODES, MemSpace, Opcode
+from ..program.ir import DMA_OPCODES, Engine, MemSpace, Opcode
 from ..timing.cost import dma_rate
 from ..timing.critical_path import CriticalPath, critical_path
 from ..timing.events import LOAD_STATIONARY, is_dma_row
@@ -203,7 +203,7 @@ def _transposes(res: SimResult, path: CriticalPath, s: dict) -> list[Advice]:
         return []
     lines = tuple(sorted({e.source for e in res.timing.events
                           if e.opcode == Opcode.NC_TRANSPOSE.value}))[:3]
-    fp32 = sum(ins.opcode is Opcode.NC_TRANSPOSE and ins.engine.value == "tensor"
+    fp32 = sum(ins.opcode is Opcode.NC_TRANSPOSE and ins.engine is Engine.TENSOR
                and dtype_name(ins.srcs["data"].dtype) == "float32"
                for ins in res.program.instructions)
     # (an fp32 transpose runs the fp32 matmul's four passes: timing/cost.py)

@@ -54,10 +54,9 @@ def _pct(part: float, whole: float) -> float:
 def dma_peak_bytes_per_ns(config: NeuronCoreConfig, work: KernelWork | None = None) -> float:
     """Peak bandwidth of all DMA engines for ``work``'s mix of DMAs: its bytes over the time
     the engines need to move them at their rates (:func:`.cost.dma_rate` by direction;
-    :func:`.cost.dma_engines_ns`). With
-    no ``work`` (or no bytes): ``dma_engines x dma_engine_bytes_per_ns``, the peak of writes and
-    on-chip copies. A kernel that only loads from HBM peaks at ``dma_engines x
-    dma_hbm_read_bytes_per_ns`` (111.4 B/ns on trn1), not at the write rate."""
+    :func:`.cost.dma_engines_ns`). With no ``work`` (or no bytes): ``dma_engines x
+    dma_engine_bytes_per_ns``, the peak of on-chip copies. A kernel that only loads from HBM
+    peaks at ``dma_engines x dma_hbm_read_bytes_per_ns`` (272 B/ns on trn1)."""
     if work is not None and work.dma_bytes > 0:
         return work.dma_bytes / dma_engines_ns(work, config)
     return config.dma_engines * config.dma_engine_bytes_per_ns

@@ -320,15 +320,22 @@ def dma_buffers(a: Access) -> int:
     return _runs(a.pattern)
 
 
+def dma_direction(src: MemSpace, dst: MemSpace) -> str:
+    """What sets a DMA's rate: "read" (it reads HBM), "write" (it writes HBM without reading
+    it) or "copy" (on chip)."""
+    return "read" if src is MemSpace.HBM else "write" if dst is MemSpace.HBM else "copy"
+
+
 def dma_rate(src: MemSpace, dst: MemSpace, config: NeuronCoreConfig) -> float:
-    """Bytes per ns one DMA engine moves for a DMA from ``src`` to ``dst``: reading HBM at
-    ``dma_hbm_read_bytes_per_ns``, writing HBM at ``dma_hbm_write_bytes_per_ns`` (both [DMABW]'s
-    17 B/ns on trn1), copying on chip at ``dma_engine_bytes_per_ns`` ([PERF fig30])."""
-    if src is MemSpace.HBM:
+    """Bytes per ns one DMA engine moves for a DMA from ``src`` to ``dst``
+    (:func:`dma_direction`): reading HBM at ``dma_hbm_read_bytes_per_ns``, writing HBM at
+    ``dma_hbm_write_bytes_per_ns`` (both [DMABW]'s 17 B/ns on trn1), copying on chip at
+    ``dma_engine_bytes_per_ns`` ([PERF fig30])."""
+    direction = dma_direction(src, dst)
+    if direction == "read":
         return config.dma_hbm_read_bytes_per_ns
-    if dst is MemSpace.HBM:
-        return config.dma_hbm_write_bytes_per_ns
-    return config.dma_engine_bytes_per_ns
+    return config.dma_hbm_write_bytes_per_ns if direction == "write" else (
+        config.dma_engine_bytes_per_ns)
 
 
 def dma_transfers(ins: Instruction, config: NeuronCoreConfig) -> tuple[DmaTransfer, ...]:

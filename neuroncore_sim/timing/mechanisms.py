@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..program.ir import Instruction, MemSpace
+from .cost import dma_direction
 from .critical_path import CriticalPath, Step
 from .events import (LOAD_STATIONARY, PSUM_SPILL_RELOAD, PSUM_SPILL_SAVE, SPILL_RELOAD,
                      SPILL_REMAT, SPILL_SAVE, is_dma_row)
@@ -75,11 +76,12 @@ def _busy_mechanism(step: Step, by_id: dict[int, Instruction]) -> Mechanism:
         return SPILL
     if is_dma_row(e.engine):
         ins = by_id.get(e.instr_id)
-        src = ins.srcs.get("src") if ins is not None else None
-        if src is not None and src.tensor.space is MemSpace.HBM:
-            return DMA_READ
-        writes_hbm = ins is not None and ins.out.tensor.space is MemSpace.HBM
-        return DMA_WRITE if writes_hbm else DMA_COPY
+        if ins is None:
+            return DMA_COPY
+        src = ins.srcs.get("src")
+        direction = dma_direction(src.tensor.space if src is not None else MemSpace.SBUF,
+                                  ins.out.tensor.space)
+        return {"read": DMA_READ, "write": DMA_WRITE, "copy": DMA_COPY}[direction]
     if e.engine in ("tensor", "tensor_ls"):
         return TENSOR_COST
     return ENGINE_COST
