@@ -32,7 +32,7 @@ KIB = 1024
 
 #: Version of the timing model: changed by every commit that moves estimates (a recalibration, a
 #: new mechanism), so stored cycle baselines can tell a model change from a kernel regression.
-MODEL_VERSION = "2026.11.29.6"
+MODEL_VERSION = "2026.11.29.7"
 
 #: neuronx-cc releases whose behaviour the compile options can stand for -> the options that differ
 #: from CompileOptions' defaults. Setting ``toolchain`` sets these unless they are given too.
