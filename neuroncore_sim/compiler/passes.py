@@ -150,7 +150,7 @@ def _reordered_or_kept(schedule: Callable[[NeuronCoreConfig], list[Instruction]]
             kept_ip = plan_instance(kept, config, ids, kept_first)
         if spilled <= _spilled(kept_ip) * (1 + SPILL_TOLERANCE):
             return ip
-        tighter = _tightened(bound, ip)
+        tighter = _tightened(bound, ip, config)
         if tighter is None:
             break
         bound = tighter
@@ -158,10 +158,11 @@ def _reordered_or_kept(schedule: Callable[[NeuronCoreConfig], list[Instruction]]
     return kept_ip
 
 
-def _tightened(bound: NeuronCoreConfig, ip: InstancePlan) -> NeuronCoreConfig | None:
+def _tightened(bound: NeuronCoreConfig, ip: InstancePlan,
+               config: NeuronCoreConfig) -> NeuronCoreConfig | None:
     """``bound`` with SBUF smaller by what the interleaved stream's plan ``ip`` needed beyond
     it, for scheduling again; None when SBUF did not overflow or the bound would fall below
-    half of it.
+    half of ``config``'s usable SBUF.
 
     Why: the scheduler bounds its stream by the rings it sums as it goes (reorder.py); the
     stream it returns, sorted by estimated start, can keep a few tiles live a little longer,
@@ -175,9 +176,10 @@ def _tightened(bound: NeuronCoreConfig, ip: InstancePlan) -> NeuronCoreConfig | 
         return None
     # Less by the overflow and one more tile: the scheduler opens whole tiles, so a bound
     # lowered by a few bytes gives the same stream.
-    tile = max(tile_bytes(t) for t in ip.plan.decls.values() if t.space is MemSpace.SBUF)
+    tile = max((tile_bytes(t) for t in ip.plan.decls.values() if t.space is MemSpace.SBUF),
+               default=0)
     reserved = bound.sbuf_reserved_bytes_per_partition + sp.demand - sp.capacity + tile
-    if bound.sbuf_bytes_per_partition - reserved < bound.sbuf_usable_bytes_per_partition // 2:
+    if bound.sbuf_bytes_per_partition - reserved < config.sbuf_usable_bytes_per_partition // 2:
         return None
     return replace(bound, sbuf_reserved_bytes_per_partition=reserved)
 

@@ -4,6 +4,8 @@ being given up for the kernel's order at the first try."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -87,7 +89,28 @@ def test_no_reschedule_below_half_of_sbuf():
 def test_reschedules_bound_the_tries(monkeypatch, reschedules):
     program, instrs = _instrs()
     monkeypatch.setattr(passes, "RESCHEDULES", reschedules)
-    monkeypatch.setattr(passes, "_tightened", lambda bound, ip: bound)  # never gives up
+    monkeypatch.setattr(passes, "_tightened", lambda bound, ip, config: bound)  # never gives up
     ip, calls = _choose(program, instrs, lambda bound: _loads_first(instrs))
     assert len(calls) == reschedules + 1
     assert ip.plan.spill is None  # the kernel's order after the last try
+
+
+def test_the_floor_is_half_of_the_real_sbuf_not_of_the_last_bound():
+    """A second lowering stops at half of the hardware's usable SBUF, however low the bound
+    of the first retry already was."""
+    program, instrs = _instrs()
+    ip = passes.plan_instance(_loads_first(instrs, 6), TRN1, NewIds.after(program))
+    sp = ip.plan.spill
+    step = sp.demand - sp.capacity + max(tile_bytes(t) for t in ip.plan.decls.values()
+                                         if t.space is MemSpace.SBUF)
+    half = TRN1.sbuf_usable_bytes_per_partition // 2
+    assert step < half  # (so a bound can sit where the two floors differ)
+    first = passes._tightened(TRN1, ip, TRN1)
+    assert first is not None
+    assert first.sbuf_usable_bytes_per_partition == TRN1.sbuf_usable_bytes_per_partition - step
+    # a bound whose own half is below the real floor, lowered once more past that floor
+    usable = half + step - 1024
+    assert usable // 2 <= usable - step < half  # (above its own half, below the real one)
+    low = replace(TRN1, sbuf_reserved_bytes_per_partition=TRN1.sbuf_bytes_per_partition - usable)
+    assert passes._tightened(low, ip, TRN1) is None
+    assert passes._tightened(low, ip, low) is not None  # (measured against itself it would go)
