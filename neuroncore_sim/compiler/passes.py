@@ -179,7 +179,10 @@ def _tightened(bound: NeuronCoreConfig, ip: InstancePlan,
     tile = max((tile_bytes(t) for t in ip.plan.decls.values() if t.space is MemSpace.SBUF),
                default=0)
     reserved = bound.sbuf_reserved_bytes_per_partition + sp.demand - sp.capacity + tile
-    if bound.sbuf_bytes_per_partition - reserved < config.sbuf_usable_bytes_per_partition // 2:
+    # (the new bound's usable SBUF, checked before it is made: a config refuses a reserve
+    # past the whole SBUF)
+    usable = bound.sbuf_bytes_per_partition - reserved
+    if usable < config.sbuf_usable_bytes_per_partition // 2:
         return None
     return replace(bound, sbuf_reserved_bytes_per_partition=reserved)
 

@@ -334,8 +334,9 @@ def dma_rate(src: MemSpace, dst: MemSpace, config: NeuronCoreConfig) -> float:
     direction = dma_direction(src, dst)
     if direction == "read":
         return config.dma_hbm_read_bytes_per_ns
-    return config.dma_hbm_write_bytes_per_ns if direction == "write" else (
-        config.dma_engine_bytes_per_ns)
+    if direction == "write":
+        return config.dma_hbm_write_bytes_per_ns
+    return config.dma_engine_bytes_per_ns
 
 
 def dma_transfers(ins: Instruction, config: NeuronCoreConfig) -> tuple[DmaTransfer, ...]:

@@ -69,6 +69,10 @@ QUEUE = Mechanism("an engine busy with earlier instructions (in-order queues)", 
                   "Engines")
 
 
+#: The mechanism of a DMA row's time, by :func:`.cost.dma_direction`.
+_DMA_MECHANISMS = {"read": DMA_READ, "write": DMA_WRITE, "copy": DMA_COPY}
+
+
 def _busy_mechanism(step: Step, by_id: dict[int, Instruction]) -> Mechanism:
     """The mechanism behind an event's own time."""
     e = step.event
@@ -81,7 +85,7 @@ def _busy_mechanism(step: Step, by_id: dict[int, Instruction]) -> Mechanism:
         src = ins.srcs.get("src")
         direction = dma_direction(src.tensor.space if src is not None else MemSpace.SBUF,
                                   ins.out.tensor.space)
-        return {"read": DMA_READ, "write": DMA_WRITE, "copy": DMA_COPY}[direction]
+        return _DMA_MECHANISMS[direction]
     if e.engine in ("tensor", "tensor_ls"):
         return TENSOR_COST
     return ENGINE_COST
