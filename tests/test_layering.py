@@ -3,7 +3,7 @@
 The package is laid out by stage (design.md, docs/architecture.md), and a module's layer is the
 layer of its folder (top-level modules are named in LAYER_OF_MODULE)::
 
-    0 foundation     errors.py, config.py, dtypes.py
+    0 foundation     errors.py, config.py, compile_options.py, dtypes.py
     1 program        program/  (the recorded Program: ir, opcodes, ops, layout)
     2 stages         frontend/, values/  (two columns that never import each other)
     3 compiler       compiler/  (what neuronx-cc makes of the Program: the compiled streams)
@@ -69,6 +69,7 @@ LAYER_OF_FOLDER: dict[str, int] = {
 LAYER_OF_MODULE: dict[str, int] = {
     "errors": 0,
     "config": 0,
+    "compile_options": 0,
     "dtypes": 0,
     "result": 5,
     "error_band": 5,
