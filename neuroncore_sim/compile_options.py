@@ -51,6 +51,7 @@ class CompileOptions:
     vectorize: bool = True
     keep_resident_loads: bool = True
     reorder: bool = True
+    order_dma_triggers: bool = True
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

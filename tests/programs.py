@@ -32,6 +32,15 @@ class Builder:
     def __init__(self, name: str = "test") -> None:
         self.program = Program(name)
         self._line = 1
+        #: the affine_range iterations the next instructions are in (``iteration``)
+        self.loops: tuple[tuple[int, int], ...] = ()
+
+    def iteration(self, i: int) -> None:
+        """The next instructions are iteration ``i`` of one ``nl.affine_range`` loop (whose
+        iterations the compiler interleaves and whose DMA triggers it does not order)."""
+        if not self.program.loops:
+            self.program.loops.append(SourceLoc("kernel.py", 99))
+        self.loops = ((0, i),)
 
     def tensor(self, name: str, shape: tuple[int, ...], dtype: str = "float32",
                space: str = "sbuf", site: int | None = None, kind: str | None = None
@@ -56,7 +65,7 @@ class Builder:
         ins = Instruction(id=len(self.program.instructions), opcode=Opcode(opcode),
                           engine=Engine(engine), dsts=d, srcs=dict(operands),
                           attrs=dict(attrs or {}), loc=SourceLoc("kernel.py", 100 + self._line),
-                          instance=instance)
+                          instance=instance, loops=self.loops)
         self._line += 1
         self.program.instructions.append(ins)
         return ins

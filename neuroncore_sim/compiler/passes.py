@@ -17,6 +17,8 @@ loads kept in SBUF           ``keep_resident_loads`` :mod:`.resident_loads`
 loop-invariant repeats       ``hoist_invariants``    :mod:`.hoist`
 VectorE or ScalarE           ``balance_engines``     :mod:`.engine_choice`
 interleave iterations        ``reorder``             :mod:`.reorder`
+DMA triggers in program      ``order_dma_triggers``  :mod:`.dma_triggers`
+order within an iteration
 memory: rings, placement,    (always: a kernel must  :mod:`.capacity`, :mod:`.spill`,
 spills                       fit)                    :mod:`.placement`
 engine streams, semaphores   (always)                :mod:`.schedule`
@@ -37,6 +39,7 @@ from .auto_cast import mark_auto_cast
 from .capacity import plan_buffers
 from .copy_fold import fold_copies
 from .dma_descriptors import mark_dge
+from .dma_triggers import trigger_order
 from .engine_choice import choose_engines
 from .hoist import loop_invariant, without_sources
 from .placement import InstancePlan, NewIds, plan_instance, spill_warnings
@@ -109,7 +112,8 @@ def compile_instance(instance: int, instrs: list[Instruction], config: NeuronCor
     else:
         ip = plan_instance(instrs, config, ids)  # rings; placement and spills where needed
     plans.append(ip)
-    return instance_streams(instance, ip, hoisted)
+    dma_after = trigger_order(ip.instrs, hoisted) if options.order_dma_triggers else {}
+    return instance_streams(instance, ip, hoisted, dma_after)
 
 
 def _reordered_or_kept(schedule: Callable[[NeuronCoreConfig], list[Instruction]],

@@ -15,7 +15,7 @@ that comes first in program order; when none is ready it takes the one ready soo
 Instructions of one iteration (the same ``affine_range`` iterations, ``Instruction.loops``)
 keep their program order on their engine, so a ``sequential_range`` or Python loop inside one
 iteration is never reordered, and so do the iterations of a loop that carries an accumulation
-(an engine's ``acc[...] += x`` into one tensor across its iterations, :func:`_carried_loops`).
+(an engine's ``acc[...] += x`` into one tensor across its iterations, :func:`carried_loops`).
 An engine looks at most ``reorder_window_instructions`` of its unscheduled instructions ahead
 (a bound on how far ahead the compiler pipelines: the buffers it would need grow with it).
 No instruction opens a tile that does not fit beside the live ones, and one that is not its
@@ -249,7 +249,7 @@ def _accumulated(ins: Instruction) -> tuple | None:
     return None
 
 
-def _carried_loops(instrs: list[Instruction]) -> set[int]:
+def carried_loops(instrs: list[Instruction]) -> set[int]:
     """The ``affine_range`` loops whose iterations accumulate into one region (the reduction
     NKI allows across an affine_range's iterations): the loop carries a dependency. Iterations
     that accumulate into different regions of a tensor (a column each) carry nothing."""
@@ -267,7 +267,7 @@ def _carried_loops(instrs: list[Instruction]) -> set[int]:
     return carried
 
 
-def _chain_key(ins: Instruction, carried: set[int]) -> tuple:
+def chain_key(ins: Instruction, carried: set[int]) -> tuple:
     """The iterations whose instructions keep their program order on one queue: one
     iteration's, and across the iterations of a loop that carries an accumulation (the
     compiler interleaves only independent iterations)."""
@@ -291,7 +291,7 @@ def _graph(instrs: list[Instruction], repeats: dict[int, int], qof: list[str]
     written = {a.tensor.id for i in instrs for a in i.dsts.values() if a.tensor.space is hbm}
     pos = {ins.id: k for k, ins in enumerate(instrs)} if repeats else {}
     last: dict[tuple[str, tuple], int] = {}
-    carried = _carried_loops(instrs)
+    carried = carried_loops(instrs)
     matmul = Opcode.NC_MATMUL
     for k, ins in enumerate(instrs):
         found: dict[int, int] = {}
@@ -311,7 +311,7 @@ def _graph(instrs: list[Instruction], repeats: dict[int, int], qof: list[str]
                 succ[pos[first]].append((k, False))
         q = qof[k]
         if q != DMA_QUEUE:
-            key = q, (_chain_key(ins, carried) if carried else ins.loops)
+            key = q, (chain_key(ins, carried) if carried else ins.loops)
             prev = last.get(key)
             if prev is not None:
                 succ[prev].append((k, False))

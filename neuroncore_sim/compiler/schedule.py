@@ -36,7 +36,8 @@ execute serially on one NeuronCore), so each instance is scheduled on its own.
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Mapping
 
 from ..errors import SpillWarning
 from .capacity import BufferPlan, BufferRing
@@ -71,6 +72,8 @@ class InstanceSchedule:
         rings: the buffer rings of the allocation sites.
         hoisted: ids of the loop-invariant repeats the compiler computes once (:mod:`.hoist`);
             they run in no time and read nothing (their instructions here have no sources).
+        dma_after: DMA id -> the DMA whose trigger comes before it (:mod:`.dma_triggers`): it
+            is issued no earlier than that one.
     """
 
     instance: int
@@ -81,6 +84,7 @@ class InstanceSchedule:
     ls_skip: frozenset[int]
     rings: tuple[BufferRing, ...]
     hoisted: frozenset[int] = frozenset()
+    dma_after: Mapping[int, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,8 +105,8 @@ def queue_name(ins: Instruction) -> str:
 _ENGINE_NAMES = {e: e.value for e in Engine}
 
 
-def instance_streams(instance: int, ip: InstancePlan, hoisted: dict[int, int]
-                     ) -> InstanceSchedule:
+def instance_streams(instance: int, ip: InstancePlan, hoisted: dict[int, int],
+                     dma_after: Mapping[int, int] | None = None) -> InstanceSchedule:
     """The engine streams of one instance and the semaphore edges between them: each
     instruction in its engine's queue in stream order, edges from the read/write hazards of
     its accesses and of the ring slots the memory plan ``ip`` gave its tiles."""
@@ -118,7 +122,8 @@ def instance_streams(instance: int, ip: InstancePlan, hoisted: dict[int, int]
     if hoisted:
         read_first_results(deps, ls_deps, hoisted, RAW, only=near_repeats)
     return InstanceSchedule(instance, tuple(instrs), {k: tuple(v) for k, v in queues.items()},
-                            deps, ls_deps, frozenset(ls_skip), plan.rings, frozenset(hoisted))
+                            deps, ls_deps, frozenset(ls_skip), plan.rings, frozenset(hoisted),
+                            dma_after or {})
 
 
 # --- buffer rings ---------------------------------------------------------------------------------

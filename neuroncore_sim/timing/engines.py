@@ -9,8 +9,9 @@
   :mod:`~neuroncore_sim.timing.cost` formula.
 * DMA instructions are issued dataflow-style: each starts as soon as its dependencies are met
   (the compiler schedules DMA triggers early; the buffer rings of :mod:`.schedule` are what
-  limit how far ahead loads run), then :class:`~neuroncore_sim.timing.dma.DmaEngines` places its
-  transfers.
+  limit how far ahead loads run) and, where the compile stage ordered its trigger, the DMA
+  before it was issued (:mod:`.dma_issue`); then :class:`~neuroncore_sim.timing.dma.DmaEngines`
+  places its transfers.
 * Visibility of a producer's result to a dependant: its end, plus the producer engine's pipeline
   latency for RAW/WAW (TensorE ``tensor_pipeline_latency_ns``; others
   ``scalar_pipeline_latency_cycles``, ``engine_pipeline_latency_cycles``), plus
@@ -46,8 +47,9 @@ from ..config import NeuronCoreConfig
 from ..errors import InternalError
 from .cost import (cycles_to_ns, instruction_cycles, kernel_work, matmul_stage_cycles,
                    pipeline_latency_ns)
-from ..compiler.deps import EDGE_BYTES, KIND_BITS, KIND_MASK, edge_code
+from ..compiler.deps import KIND_BITS, KIND_MASK
 from .dma import DmaEngines
+from .dma_issue import DmaIssue
 from .end_times import EndTimes, Ends, new_ends
 from .event_log import EventLog
 from .ticker import Ticker
@@ -141,6 +143,11 @@ class _InstanceRun:
         self.no_latency: dict[int, int] = {}
         #: repeats of loop-invariant instructions: computed once by the compiler (hoist.py)
         self.hoisted = inst.hoisted
+        #: DMA -> the DMA whose trigger comes first (dma_triggers.py); and, of each DMA a
+        #: trigger waits for, when it was issued and the producer that delayed it (-1: none)
+        self.dma_after = inst.dma_after
+        self.trigger_firsts = set(inst.dma_after.values())
+        self.issued: dict[int, tuple[float, int]] = {}
 
     # --- setup ------------------------------------------------------------------------------
 
@@ -423,11 +430,11 @@ class _InstanceRun:
         """Start every DMA instruction (then wait for nothing: a process must be a
         generator)."""
         for iid in ids:
-            _Dma(self, iid).step()
+            DmaIssue(self, iid).step()
         return
         yield  # (unreachable: makes this a generator)
 
-    def _issue_dma(self, iid: int, why: str) -> None:
+    def issue_dma(self, iid: int, why: str) -> None:
         """Place the transfers of DMA ``iid``, its dependencies met now."""
         ins = self.by_id[iid]
         done, placed = self.dma.issue(ins, self.env.now)
@@ -435,49 +442,3 @@ class _InstanceRun:
         # a spill save / reload (schedule.py) shows as such; its Instruction is a dma_copy
         self.log.add_transfers(iid, ins.attrs.get("spill") or ins.opcode.value, placed, why,
                                self._source(ins), ins.instance)
-
-
-class _Dma:
-    """One DMA instruction waiting for its dependencies, then issued: :meth:`_InstanceRun._wait`
-    as simpy callbacks. DMAs are issued dataflow-style, so each used to be a simpy process of
-    its own; the callbacks run in the same order as that process's steps (a process resumes
-    by a callback appended to the event it waits on), so every DMA is issued at the same time
-    and in the same order."""
-
-    __slots__ = ("run", "iid", "edges", "count", "next", "entry", "ready", "why")
-
-    def __init__(self, run: _InstanceRun, iid: int) -> None:
-        # Its edges stay packed (deps.py) until it reaches them: every DMA starts waiting at
-        # once, and all their edges as lists were ~170 B/instr of an element-wise run's peak.
-        self.run, self.iid, self.edges, self.next = run, iid, run.inst.deps.take_packed(iid), 0
-        self.count = len(self.edges) // EDGE_BYTES
-        self.entry = self.ready = run.env.now
-        self.why = -1  # the producer that set ready last
-
-    def step(self, _event: object = None) -> None:
-        """Go through the producers; wait on the first unfinished one, else issue (after the
-        latency of the last visible result)."""
-        run = self.run
-        env, end, edges = run.env, run.end, self.edges
-        while self.next < self.count:
-            e = edge_code(edges, self.next)
-            p = e >> KIND_BITS
-            if end[p] != end[p]:  # (NaN: not run yet)
-                ev = run.waiters.get(p)
-                if ev is None:
-                    ev = run.waiters[p] = env.event()
-                ev.callbacks.append(self.step)
-                return
-            t = end[p] + run.edge_latency(DMA_QUEUE, p, e & KIND_MASK)
-            if t > self.ready:
-                self.ready, self.why = t, p
-            self.next += 1
-        if self.ready > env.now:
-            env.timeout(self.ready - env.now).callbacks.append(self.issue)
-        else:
-            self.issue()
-
-    def issue(self, _event: object = None) -> None:
-        """Issue the DMA now, naming what delayed it."""
-        run = self.run
-        run._issue_dma(self.iid, run._name(self.why) if self.ready > self.entry else "")

@@ -12,7 +12,7 @@ import neuroncore_sim.nki.isa as nisa
 import neuroncore_sim.nki.language as nl
 import neuroncore_sim.nki.typing as nt
 from neuroncore_sim.compiler.passes import compile_program
-from neuroncore_sim.compiler.reorder import _carried_loops
+from neuroncore_sim.compiler.reorder import carried_loops
 from neuroncore_sim.config import TRN1
 
 N = 8
@@ -72,14 +72,14 @@ def _vector_stream(kernel, *args) -> tuple[list[int], list[int]]:
 
 def test_a_loop_carrying_a_sum_keeps_its_order_on_each_engine():
     prog = ncs.simulate(summed_products, *ARGS, functional=False).program
-    assert len(_carried_loops(list(prog.instructions))) == 1
+    assert len(carried_loops(list(prog.instructions))) == 1
     stream, in_order = _vector_stream(summed_products, *ARGS)
     assert stream == in_order
 
 
 def test_independent_iterations_are_interleaved():
     prog = ncs.simulate(separate_products, *ARGS, functional=False).program
-    assert not _carried_loops(list(prog.instructions))
+    assert not carried_loops(list(prog.instructions))
     stream, in_order = _vector_stream(separate_products, *ARGS)
     assert stream != in_order
 
@@ -87,7 +87,7 @@ def test_independent_iterations_are_interleaved():
 def test_a_psum_accumulation_carries_nothing():
     args = nt.tensor[[N, 128, 128], nl.bfloat16], nt.tensor[[N, 128, 512], nl.bfloat16]
     prog = ncs.simulate(matmul_sum, *args, functional=False).program
-    assert not _carried_loops(list(prog.instructions))
+    assert not carried_loops(list(prog.instructions))
 
 
 @nki.jit
@@ -106,4 +106,4 @@ def column_sums(x):
 
 def test_accumulating_into_a_column_each_carries_nothing():
     prog = ncs.simulate(column_sums, ARGS[0], functional=False).program
-    assert not _carried_loops(list(prog.instructions))
+    assert not carried_loops(list(prog.instructions))
