@@ -35,12 +35,13 @@ Switch: ``config.compiler.order_dma_triggers``.
 
 from __future__ import annotations
 
+from collections.abc import Container
+
 from ..program.ir import DMA_OPCODES, Instruction
 from .reorder import carried_loops, chain_key
 
 
-def trigger_order(instrs: list[Instruction], skip: frozenset[int] | set[int] | dict
-                  ) -> dict[int, int]:
+def trigger_order(instrs: list[Instruction], skip: Container[int]) -> dict[int, int]:
     """DMA id -> the DMA whose trigger comes before it in its iteration (it is issued no
     earlier than that one). ``instrs``: one instance's compiled stream; ``skip``: ids that are
     no trigger of the kernel's (loop-invariant repeats)."""

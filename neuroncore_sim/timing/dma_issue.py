@@ -2,11 +2,11 @@
 compile stage ordered its trigger (:mod:`~neuroncore_sim.compiler.dma_triggers`), once the DMA
 before it in that order was issued.
 
-DMAs are issued dataflow-style (their transfers then go to the DMA engines,
-:mod:`.dma`): each waits for its dependencies as simpy callbacks rather than a simpy process of
-its own (a process per DMA was most of an element-wise run's memory). The callbacks run in the
-same order as that process's steps would (a process resumes by a callback appended to the event
-it waits on), so every DMA is issued at the same time and in the same order.
+DMAs are issued dataflow-style (their transfers then go to the DMA engines, :mod:`.dma`): each
+waits for its dependencies as simpy callbacks; each used to be a simpy process of its own, and
+the callbacks run in the same order as that process's steps (a process resumes by a callback
+appended to the event it waits on), so every DMA is issued at the same time and in the same
+order.
 """
 
 from __future__ import annotations
