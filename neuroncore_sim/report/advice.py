@@ -12,7 +12,10 @@ pattern costs a measurable share of the latency, and estimates the time at stake
 - ``serialized_engines``: the engines wait on each other: perfect overlap would be much faster;
 - ``stationary_waits``: TensorE's LoadStationary on the critical path waits, again and
   again, for the DMA that brings its stationary operand;
-- ``transposes``: a large share of TensorE's FLOPs are transposes.
+- ``transposes``: a large share of TensorE's FLOPs are transposes;
+- ``ordered_triggers``: DMAs on the critical path held behind the DMA triggers before them in
+  their iteration (a store waiting for its data holds up the next loads: a Python or
+  ``sequential_range`` loop, compiler/dma_triggers.py).
 """
 
 from __future__ import annotations
@@ -217,7 +220,30 @@ def _transposes(res: SimResult, path: CriticalPath, s: dict) -> list[Advice]:
         lines, ns)]
 
 
-RULES = (_small_dma, _reloads, _dependent_chain, _serialized, _stationary_waits, _transposes)
+def _ordered_triggers(res: SimResult, path: CriticalPath, s: dict) -> list[Advice]:
+    held = res.timing.trigger_held_ns
+    if not held:
+        return []
+    # What the order costs on the path: each held DMA's wait and transfer there, which an
+    # issue as early as its data allowed would overlap with the work before it.
+    steps = [st for st in path.steps
+             if is_dma_row(st.event.engine) and st.event.instr_id in held]
+    wait = sum(st.wait_ns + st.event.end_ns - st.event.start_ns for st in steps)
+    if wait < MIN_SHARE * res.latency_ns:
+        return []
+    count = len({st.event.instr_id for st in steps})
+    lines = tuple(sorted({st.event.source for st in steps}))[:3]
+    return [Advice(
+        "ordered_triggers", f"{count} DMAs on the critical path ({', '.join(lines)}) are held "
+        "behind the DMA before them in program order, a store waiting for its data holding up "
+        f"the loads after it ({_us(wait)} of DMA on the path; the compiler keeps one "
+        "iteration's DMA order): make the loop an nl.affine_range if its iterations are "
+        "independent, so the next iteration's loads are issued before this one's store, or "
+        "load a tile ahead, before the store", lines, wait)]
+
+
+RULES = (_small_dma, _reloads, _dependent_chain, _serialized, _stationary_waits, _transposes,
+         _ordered_triggers)
 
 
 def advice(res: SimResult, summary: dict | None = None) -> list[Advice]:

@@ -58,6 +58,7 @@ class DmaIssue:
             # Held up by the trigger before it: what delayed that one delayed this one (so
             # the critical path reads on through a producer, never a DMA still running).
             if issued[0] > self.ready:
+                run.trigger_held[self.iid] = issued[0] - self.ready
                 self.ready, self.why = issued
         if self.ready > env.now:
             env.timeout(self.ready - env.now).callbacks.append(self.issue)

@@ -92,15 +92,19 @@ def simulate_timing(program: Program, config: NeuronCoreConfig,
     size = 1 + max((ins.id for inst in instances for ins in inst.instructions), default=-1)
     tables: tuple[list, list] = ([None] * size, [None] * size)
     ends = new_ends(size)
+    held: dict[int, float] = {}  # DMA -> time its trigger order held it (dma_issue.py)
     for k in range(len(instances)):
         inst, instances[k] = instances[k], None
-        t0 = _InstanceRun(inst, config, t0, log, ends, tick, tables).run()
-        del inst
+        run = _InstanceRun(inst, config, t0, log, ends, tick, tables)
+        t0 = run.run()
+        held.update(run.trigger_held)
+        del inst, run
     del tables  # (before the events' sort needs memory)
     tick.done()
     events, busy, latency = log.finish()
     return TimingResult(events=events, latency_ns=latency, busy_ns=busy,
-                        instruction_end_ns=EndTimes(ends), work=work, warnings=warnings)
+                        instruction_end_ns=EndTimes(ends), work=work, warnings=warnings,
+                        trigger_held_ns=held)
 
 
 def _nbytes(ins: Instruction) -> int:
@@ -148,6 +152,7 @@ class _InstanceRun:
         self.dma_after = inst.dma_after
         self.trigger_firsts = set(inst.dma_after.values())
         self.issued: dict[int, tuple[float, int]] = {}
+        self.trigger_held: dict[int, float] = {}  # DMA -> how long the trigger order held it
 
     # --- setup ------------------------------------------------------------------------------
 

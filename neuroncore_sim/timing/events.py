@@ -247,6 +247,9 @@ class TimingResult:
         work: the launch's total work (FLOPs, bytes), for bounds and utilisation.
         warnings: what the timing model found worth a warning (a SpillWarning when SBUF tiles
             are spilled), for the caller to show.
+        trigger_held_ns: DMA ``Instruction.id`` -> how long its issue waited, after its own
+            data was ready, for the DMA trigger before it (compiler/dma_triggers.py); only
+            DMAs that waited so.
     """
 
     events: Sequence[Event]
@@ -255,6 +258,7 @@ class TimingResult:
     instruction_end_ns: Mapping[int, float] = field(default_factory=dict)
     work: KernelWork = field(default_factory=KernelWork)
     warnings: tuple[Warning, ...] = ()
+    trigger_held_ns: Mapping[int, float] = field(default_factory=dict)
 
     @property
     def dma_busy_ns(self) -> float:

@@ -7,35 +7,15 @@ import numpy as np
 import pytest
 
 import neuroncore_sim as ncs
-import neuroncore_sim.nki as nki
 import neuroncore_sim.nki.language as nl
 import neuroncore_sim.nki.typing as nt
 from neuroncore_sim.compiler.passes import compile_program
 from neuroncore_sim.config import TRN1, override
 from neuroncore_sim.timing.critical_path import critical_path
+from loop_kernels import affine_loop, python_loop
 
 F32 = np.float32
 OFF = override(TRN1, {"compiler": {"order_dma_triggers": False}}, "tests")
-
-
-@nki.jit
-def python_loop(x):
-    """Three iterations of load / exp / store in a Python loop: straight-line code."""
-    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-    for i in range(x.shape[0]):
-        t = nl.load(x[i])
-        nl.store(out[i], value=nl.exp(t))
-    return out
-
-
-@nki.jit
-def affine_loop(x):
-    """The same body in an affine_range loop: independent iterations."""
-    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-    for i in nl.affine_range(x.shape[0]):
-        t = nl.load(x[i])
-        nl.store(out[i], value=nl.exp(t))
-    return out
 
 
 def dmas_and_order(kernel, shape, config):
@@ -98,6 +78,12 @@ def test_a_load_waits_for_the_previous_store_to_be_issued_not_to_finish():
     # as their buffers allow, the loads run ahead of the exps
     assert loads_off[1] < exps_off.end_ns.iloc[0]
     assert on.latency_ns > 1.3 * off.latency_ns
+    # the timing result says which DMAs the order held, and for how long
+    loads = [i.id for i in on.program.instructions
+             if i.opcode.value == "dma_copy" and i.out.tensor.space.value == "sbuf"]
+    held = on.timing.trigger_held_ns
+    assert set(loads[1:]) <= set(held) and loads[0] not in held
+    assert all(ns > 0 for ns in held.values()) and off.timing.trigger_held_ns == {}
 
 
 def test_the_critical_path_reads_through_the_store_a_load_waited_behind():

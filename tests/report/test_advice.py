@@ -14,6 +14,8 @@ import neuroncore_sim.nki.language as nl
 from neuroncore_sim import report
 from neuroncore_sim.report.advice import MAX_ADVICE, advice
 
+from neuroncore_sim.config import override
+from loop_kernels import affine_loop, load_line, python_loop
 from programs import AS_WRITTEN
 
 F32 = np.float32
@@ -181,6 +183,25 @@ def test_transposes_fire_when_they_are_most_of_tensore_only() -> None:
     assert "transposes" in bf16 and "fp32" not in bf16["transposes"]
     assert "transposes" not in _rules(hoisted_stationary, np.zeros((128, 128), F32),
                                        np.zeros((128, 512), F32))
+
+
+def test_ordered_triggers_fire_on_a_python_loops_loads_only() -> None:
+    x = np.random.default_rng(0).standard_normal((8, 128, 2048)).astype(F32)
+    held = ncs.simulate(python_loop, x, functional=False, config=AS_WRITTEN)
+    tips = {t.rule: t for t in advice(held)}
+    assert "ordered_triggers" in tips
+    tip = tips["ordered_triggers"]
+    assert load_line(python_loop) in tip.lines
+    assert "make the loop an nl.affine_range" in tip.text
+    # the time at stake: about what the affine loop saves (an upper bound, within 1.5x)
+    free = ncs.simulate(affine_loop, x, functional=False, config=AS_WRITTEN)
+    saved = held.latency_ns - free.latency_ns
+    assert saved > 0 and saved <= tip.saving_ns <= 1.5 * saved
+    assert free.timing.trigger_held_ns == {} and "ordered_triggers" not in {
+        t.rule for t in advice(free)}
+    unordered = override(AS_WRITTEN, {"compiler": {"order_dma_triggers": False}}, "tests")
+    assert "ordered_triggers" not in {t.rule for t in advice(
+        ncs.simulate(python_loop, x, functional=False, config=unordered))}
 
 
 def test_advice_is_in_the_text_summary() -> None:
