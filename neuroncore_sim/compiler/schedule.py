@@ -106,7 +106,7 @@ _ENGINE_NAMES = {e: e.value for e in Engine}
 
 
 def instance_streams(instance: int, ip: InstancePlan, hoisted: dict[int, int],
-                     dma_after: Mapping[int, int] | None = None) -> InstanceSchedule:
+                     dma_after: Mapping[int, int]) -> InstanceSchedule:
     """The engine streams of one instance and the semaphore edges between them: each
     instruction in its engine's queue in stream order, edges from the read/write hazards of
     its accesses and of the ring slots the memory plan ``ip`` gave its tiles."""
@@ -123,7 +123,7 @@ def instance_streams(instance: int, ip: InstancePlan, hoisted: dict[int, int],
         read_first_results(deps, ls_deps, hoisted, RAW, only=near_repeats)
     return InstanceSchedule(instance, tuple(instrs), {k: tuple(v) for k, v in queues.items()},
                             deps, ls_deps, frozenset(ls_skip), plan.rings, frozenset(hoisted),
-                            dma_after or {})
+                            dma_after)
 
 
 # --- buffer rings ---------------------------------------------------------------------------------

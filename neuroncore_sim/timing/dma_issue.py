@@ -43,7 +43,7 @@ class DmaIssue:
             e = edge_code(edges, self.next)
             p = e >> KIND_BITS
             if end[p] != end[p]:  # (NaN: not run yet)
-                self._wait_for(p)
+                run.finished(p).callbacks.append(self.step)
                 return
             t = end[p] + run.edge_latency(DMA_QUEUE, p, e & KIND_MASK)
             if t > self.ready:
@@ -52,8 +52,8 @@ class DmaIssue:
         first = run.dma_after.get(self.iid)
         if first is not None:
             issued = run.issued.pop(first, None)  # (read once: a trigger has one successor)
-            if issued is None:
-                self._wait_for(first)  # (a DMA's end is set when it is issued)
+            if issued is None:  # (a DMA finishes, for its waiters, when it is issued)
+                run.finished(first).callbacks.append(self.step)
                 return
             # Held up by the trigger before it: what delayed that one delayed this one (so
             # the critical path reads on through a producer, never a DMA still running).
@@ -64,13 +64,6 @@ class DmaIssue:
             env.timeout(self.ready - env.now).callbacks.append(self.issue)
         else:
             self.issue()
-
-    def _wait_for(self, iid: int) -> None:
-        run = self.run
-        ev = run.waiters.get(iid)
-        if ev is None:
-            ev = run.waiters[iid] = run.env.event()
-        ev.callbacks.append(self.step)
 
     def issue(self, _event: object = None) -> None:
         """Issue the DMA now, naming what delayed it."""

@@ -232,6 +232,13 @@ class _InstanceRun:
         if waiter is not None:
             waiter.succeed()
 
+    def finished(self, iid: int) -> simpy.Event:
+        """The event that succeeds when instruction ``iid`` finishes (a DMA: is issued)."""
+        ev = self.waiters.get(iid)
+        if ev is None:
+            ev = self.waiters[iid] = self.env.event()
+        return ev
+
     def _wait(self, edges: list[Edge]) -> Generator[simpy.Event, object, str]:
         """Wait until every producer in ``edges`` is visible. Returns the producer that
         delayed the caller ("vector#12"), or "" if none did."""
@@ -240,10 +247,7 @@ class _InstanceRun:
         why = -1  # the producer that set ready last (its name is made once, at the end)
         for p, extra in edges:
             while end[p] != end[p]:  # (NaN: not run yet)
-                ev = self.waiters.get(p)
-                if ev is None:
-                    ev = self.waiters[p] = env.event()
-                yield ev
+                yield self.finished(p)
             t = end[p] + extra
             if t > ready:
                 ready, why = t, p
