@@ -49,6 +49,7 @@ class CompileOptions:
     hoist_invariants: bool = True
     balance_engines: bool = True
     vectorize: bool = True
+    merge_repeated_loads: bool = True
     keep_resident_loads: bool = True
     reorder: bool = True
     order_dma_triggers: bool = True

@@ -8,11 +8,12 @@ from neuroncore_sim.program.ir import Access, Engine, Instruction, MemSpace, Opc
 from neuroncore_sim.program.ir import TensorDecl
 
 #: trn1 with the compile stage's rewriting passes off (engine balancing, reordering, auto-cast,
-#: vectorisation, loads kept resident):
+#: vectorisation, repeated loads merged or kept resident):
 #: for tests of the timing model, the lowering and the memory plan on the instructions as the
 #: kernel recorded them (tests/compiler/test_passes.py shows what each pass changes).
 AS_WRITTEN = override(TRN1, {"compiler": {"balance_engines": False, "reorder": False,
                                           "auto_cast": "none", "vectorize": False,
+                                          "merge_repeated_loads": False,
                                           "keep_resident_loads": False,
                                           "fold_zero_adds": False,
                                           "fold_copies": False}}, "tests")

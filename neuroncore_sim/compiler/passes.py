@@ -4,25 +4,27 @@ streams the hardware runs.
 Per SPMD instance, in this order (each pass one module; the switch is its field of
 :class:`~neuroncore_sim.config.CompileOptions`, ``config.compiler``):
 
-============================ ======================= ====================================
-pass                         switch                  module
-============================ ======================= ====================================
-DMA descriptors at run time  ``dge``                 :mod:`.dma_descriptors`
-fp32 matmuls run as bf16     ``auto_cast``           :mod:`.auto_cast`
-fold PSUM zero memsets       ``fold_psum_zeros``     :mod:`.psum_zeros`
-additions to zero as copies  ``fold_zero_adds``      :mod:`.zero_add`
-copies folded into producers ``fold_copies``         :mod:`.copy_fold`
-vectorise affine_range loops ``vectorize``           :mod:`.vectorize`
-loads kept in SBUF           ``keep_resident_loads`` :mod:`.resident_loads`
-loop-invariant repeats       ``hoist_invariants``    :mod:`.hoist`
-VectorE or ScalarE           ``balance_engines``     :mod:`.engine_choice`
-interleave iterations        ``reorder``             :mod:`.reorder`
-DMA triggers in program      ``order_dma_triggers``  :mod:`.dma_triggers`
+============================ ======================== ====================================
+pass                         switch                   module
+============================ ======================== ====================================
+DMA descriptors at run time  ``dge``                  :mod:`.dma_descriptors`
+fp32 matmuls run as bf16     ``auto_cast``            :mod:`.auto_cast`
+fold PSUM zero memsets       ``fold_psum_zeros``      :mod:`.psum_zeros`
+additions to zero as copies  ``fold_zero_adds``       :mod:`.zero_add`
+copies folded into producers ``fold_copies``          :mod:`.copy_fold`
+vectorise affine_range loops ``vectorize``            :mod:`.vectorize`
+repeated loads of an         ``merge_repeated_loads`` :mod:`.load_cse`
+iteration merged
+loads kept in SBUF           ``keep_resident_loads``  :mod:`.resident_loads`
+loop-invariant repeats       ``hoist_invariants``     :mod:`.hoist`
+VectorE or ScalarE           ``balance_engines``      :mod:`.engine_choice`
+interleave iterations        ``reorder``              :mod:`.reorder`
+DMA triggers in program      ``order_dma_triggers``   :mod:`.dma_triggers`
 order within an iteration
-memory: rings, placement,    (always: a kernel must  :mod:`.capacity`, :mod:`.spill`,
-spills                       fit)                    :mod:`.placement`
-engine streams, semaphores   (always)                :mod:`.schedule`
-============================ ======================= ====================================
+memory: rings, placement,    (always: a kernel must   :mod:`.capacity`, :mod:`.spill`,
+spills                       fit)                     :mod:`.placement`
+engine streams, semaphores   (always)                 :mod:`.schedule`
+============================ ======================== ====================================
 
 A pass that is switched off leaves the instructions as they came: with every switch off, the
 streams are the kernel's instructions in program order on the engines the front end chose.
@@ -42,6 +44,7 @@ from .dma_descriptors import mark_dge
 from .dma_triggers import trigger_order
 from .engine_choice import choose_engines
 from .hoist import loop_invariant, without_sources
+from .load_cse import merge_repeated_loads
 from .placement import InstancePlan, NewIds, plan_instance, spill_warnings
 from .psum_zeros import folded_psum_zeros
 from .reorder import SPILL_TOLERANCE, reorder
@@ -96,6 +99,8 @@ def compile_instance(instance: int, instrs: list[Instruction], config: NeuronCor
         instrs = fold_copies(instrs)  # a temporary's only reader, a copy, folded into its writer
     if options.vectorize and not keeps_order:
         instrs = vectorize(instrs, config, ids)  # innermost affine_range loops, merged
+    if options.merge_repeated_loads:
+        instrs = merge_repeated_loads(instrs)  # a load repeated in its iteration: read once
     if options.keep_resident_loads:
         instrs = keep_resident_loads(instrs, config)  # repeated loads of kept regions dropped
     # Loop-invariant repeats, found on the Program's own instructions: a spill reload inserted

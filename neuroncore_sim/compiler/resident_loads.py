@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from ..config import NeuronCoreConfig
 from ..dtypes import dtype_str
-from ..program.ir import Access, Instruction, MemSpace, Opcode, TensorDecl
+from ..program.ir import Instruction, MemSpace, Opcode, TensorDecl
+from .load_cse import without_loads_of
 from .reorder import memory_demand
 from .tiles import site_key
 
@@ -60,18 +61,7 @@ def keep_resident_loads(instrs: list[Instruction], config: NeuronCoreConfig
         if demand - ring + kept <= capacity:
             demand += kept - ring
             origin.update(moved)
-    if not origin:
-        return instrs
-    out = []
-    for ins in instrs:
-        if ins.opcode is Opcode.DMA_COPY and ins.out.tensor.id in origin:
-            continue  # a repeat: its tile is the first one's
-        if any(a.tensor.id in origin for a in ins.srcs.values()):
-            srcs = {r: _retarget(a, origin) for r, a in ins.srcs.items()}
-            ins = Instruction(ins.id, ins.opcode, ins.engine, ins.dsts, srcs, ins.attrs,
-                              ins.loc, ins.mask, ins.instance, ins.loops)
-        out.append(ins)
-    return out
+    return without_loads_of(instrs, origin) if origin else instrs
 
 
 def _region(ins: Instruction, writes: dict[int, int]) -> tuple | None:
@@ -88,10 +78,3 @@ def _region(ins: Instruction, writes: dict[int, int]) -> tuple | None:
         return None
     return (src.tensor.id, src.offset, src.pattern, dtype_str(src.dtype), dst.offset,
             dst.pattern, t.shape, dtype_str(t.dtype))
-
-
-def _retarget(a: Access, origin: dict[int, TensorDecl]) -> Access:
-    """``a`` on the first load's tile when it reads a dropped repeat's (same layout, so the
-    same offset, pattern and view)."""
-    first = origin.get(a.tensor.id)
-    return a if first is None else Access(first, a.offset, a.pattern, a.view_dtype)

@@ -239,7 +239,7 @@ def test_every_switch_off_gives_the_kernel_as_written():
     prog = program_of(zero_then_accumulate, nt.tensor[[256, 128], nl.float32],
                       nt.tensor[[256, 512], nl.float32])
     plain = options(dge=False, auto_cast="none", fold_psum_zeros=False, fold_zero_adds=False,
-                    fold_copies=False, vectorize=False,
+                    fold_copies=False, vectorize=False, merge_repeated_loads=False,
                     keep_resident_loads=False, hoist_invariants=False, balance_engines=False,
                     reorder=False)
     rows = listing(prog, plain)
@@ -421,7 +421,7 @@ def test_reordered_streams_never_wait_on_an_instruction_behind_them():
 
 def test_a_reader_of_a_kept_load_keeps_its_view_dtype():
     """A reader of a dropped repeat reads the first tile through the same dtype view."""
-    from neuroncore_sim.compiler.resident_loads import _retarget
+    from neuroncore_sim.compiler.load_cse import _retarget
     from neuroncore_sim.program.ir import Access, MemSpace, TensorDecl
     first = TensorDecl(0, "t0", MemSpace.SBUF, (128, 64), np.dtype(np.float32))
     repeat = TensorDecl(1, "t1", MemSpace.SBUF, (128, 64), np.dtype(np.float32))

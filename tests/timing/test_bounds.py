@@ -10,18 +10,20 @@ import neuroncore_sim as ncs
 import neuroncore_sim.nki as nki
 import neuroncore_sim.nki.isa as nisa
 import neuroncore_sim.nki.language as nl
-from neuroncore_sim.config import TRN1
+from neuroncore_sim.config import TRN1, override
 from neuroncore_sim.timing.bounds import union_ns
 
 NAMES = ("memory_bound", "memory_bound_ideal", "memory_bound_ideal_no_reloads", "compute_bound",
          "compute_bound_ideal_flops", "compute_bound_ideal_useful_flops", "perfect_pipeline")
 DMA_PEAK = TRN1.dma_engines * TRN1.dma_engine_bytes_per_ns
+REPEATS_KEPT = override(TRN1, {"compiler": {"merge_repeated_loads": False}}, "tests")
 TE_PEAK = TRN1.num_partitions * TRN1.gemm_stationary_fmax * 2 * TRN1.tensor_clock_hz / 1e9
 
 
 @nki.jit
 def copy_twice(a):
-    """Loads every row block twice: the reloads show as memory_bound_ideal > no_reloads."""
+    """Loads every row block twice: the reloads show as memory_bound_ideal > no_reloads (run
+    with the compile stage's merging of repeated loads off: it would load each block once)."""
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
     for i in nl.affine_range(a.shape[0] // 128):
         t = nl.load(a[i * 128:(i + 1) * 128, :])
@@ -43,14 +45,14 @@ def matmuls_and_transpose(lhsT, rhs):
     return out
 
 
-def _summary(kernel, *args):
-    res = ncs.simulate(kernel, *args, functional=False)
+def _summary(kernel, *args, config=None):
+    res = ncs.simulate(kernel, *args, functional=False, config=config)
     return res, res.summary()
 
 
 def test_memory_family_by_hand() -> None:
     a = np.zeros((512, 1024), np.float32)
-    res, s = _summary(copy_twice, a)
+    res, s = _summary(copy_twice, a, config=REPEATS_KEPT)
     dma = [(e.start_ns, e.end_ns) for e in res.timing.events if e.engine.startswith("dma")]
     assert s["memory_bound"] == pytest.approx(union_ns(dma), abs=1e-3)
     moved = 2 * a.nbytes + a.nbytes  # two loads of every block and one store
