@@ -9,7 +9,8 @@ Sets (docs/model.md, "Calibration"; each runs under its own config, :func:`set_c
 * ``aws``: AWS's tutorial tables and single-instruction profiles (always; ``--tutorials`` is
   the ``tutorials`` folder of aws-neuron/nki-samples, whose kernels then run unmodified);
 * ``autocomp``: UC Berkeley Autocomp's traces (``--autocomp``: a checkout of ucb-bar/autocomp);
-* ``nkibench``: NKIBench's 14 kernels and their profiles (``--nkibench``: zhang677/AccelOpt).
+* ``nkibench``: NKIBench's 14 kernels and their profiles (``--nkibench``: zhang677/AccelOpt),
+  and beside them AccelOpt's optimised RoPE against its baseline (``validation/nkibench.py``).
 
 Every case is timing-only, runs in a fresh worker process (``--jobs N`` at once; a case that
 fails is reported with its one-line error) and is cached in ``--cache`` (default

@@ -65,6 +65,28 @@ def test_nkibench_stats_count_spills_as_hbm_traffic() -> None:
     assert report.nkibench_stats([case], {"nkibench/k": res})["hbm_within"] == 1
 
 
+def test_optimised_kernels_are_reported_beside_their_baseline_outside_the_statistics() -> None:
+    prof = {"scalar_engine_active_time_percent": 0.2, "vector_engine_active_time_percent": 0.6,
+            "gpsimd_engine_active_time_percent": 0.0, "hbm_read_bytes": 300,
+            "hbm_write_bytes": 100, "spill_save_bytes": 0, "spill_reload_bytes": 0}
+    base = _case("nkibench/k", 4.0, name="k", profile=prof)
+    opt = dataclasses.replace(_case("nkibench/optimised/k_opt", 2.0, name="k_opt", profile=prof,
+                                    baseline="nkibench/k"), primary=False)
+    res = {"ok": True, "busy_percent": {"scalar": 20.0, "vector": 60.0, "gpsimd": 0.0},
+           "hbm_read_bytes": 300, "hbm_write_bytes": 100, "spill_save_bytes": 0,
+           "spill_reload_bytes": 0}
+    results = {base.id: dict(res, estimate=4.4), opt.id: dict(res, estimate=4.0)}
+    assert report.optimised_speedups([base, opt], results) == [("k_opt", "1.10x", "2.00x")]
+    # the optimised case is not one of the set's kernels: a far-off estimate changes nothing
+    assert report.nkibench_stats([base, opt], results) == report.nkibench_stats([base], results)
+    assert report.set_stats([base, opt], results)["max"] == pytest.approx(10.0)
+    lines = report.nkibench_section([base, opt], results)
+    assert sum(line.startswith("| k_opt | 2.000 | 4.000 | +100.0 % |") for line in lines) == 1
+    assert any("k_opt 1.10x ours, 2.00x measured" in line for line in lines)
+    assert "k_opt over its baseline: 1.10x ours, 2.00x measured" in "".join(
+        report.top_table({"nkibench": [base, opt]}, results))
+
+
 @dataclasses.dataclass(frozen=True)
 class _Options:
     dge: bool = True
