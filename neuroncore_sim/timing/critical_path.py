@@ -31,7 +31,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
-from .events import LOAD_STATIONARY, Event, TimingResult, is_dma_row
+from .events import LOAD_STATIONARY, TENSOR_LS_ROW, Event, TimingResult, is_dma_row
 
 #: Two times closer than this (ns) are the same instant (event times are sums of floats).
 _EPS = 1e-6
@@ -131,6 +131,11 @@ class _Index:
             i -= 1
         return self.rows[e.engine][i] if i >= 0 else None
 
+    def starting_at(self, t: float, row: str) -> Event | None:
+        """An event of ``row`` that starts at ``t`` (the first of its row's order)."""
+        found = [e for e in self.rows.get(row, ()) if abs(e.start_ns - t) <= _EPS]
+        return min(found, key=_row_key, default=None)
+
     def ending_at(self, t: float, rows: tuple[str, ...] | None = None,
                   exclude: Event | None = None) -> Event | None:
         """An event (of ``rows``, if given) that ends at ``t``; the longest such one."""
@@ -162,6 +167,17 @@ def _predecessor(e: Event, idx: _Index, producer_row_id: tuple[str, int] | None
     prev = idx.before_on_row(e)
     if prev is not None and prev.end_ns >= e.start_ns - _EPS:
         return prev, why or "engine"
+    if e.engine == TENSOR_LS_ROW:
+        # A LoadStationary waits for the PE array: for the TensorE instruction before it to end
+        # (a transpose or other non-matmul frees both stages), or for the matmul before it to
+        # start its MultiplyMoving (the two stages overlap): then it started with that matmul,
+        # for that matmul's reason.
+        ended = idx.ending_at(e.start_ns, ("tensor",), exclude=e)
+        if ended is not None:
+            return ended, "engine"
+        started = idx.starting_at(e.start_ns, "tensor")
+        if started is not None:
+            return _predecessor(started, idx, _producer(started.waited_on))
     # Nothing on its row: it started with its SPMD instance (instances run one after another),
     # after the instance's start latency (a DMA's fixed cost before its first transfer).
     boundary = idx.instance_last.get(e.instance - 1)

@@ -141,6 +141,38 @@ def test_root_cause_goes_past_the_last_producer_to_the_late_dma() -> None:
     assert scalar_step.root is not None and is_dma_row(scalar_step.root.engine)
 
 
+@nki.jit
+def transposes_then_matmuls(x, st, rhs):
+    """TensorE busy throughout: each matmul's stationary was loaded long before, so its
+    LoadStationary waits only for the transpose before it to free the PE array (no producer to
+    wait on, no earlier event on its own row)."""
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    tout = nl.ndarray((16, 128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    s0 = nl.load(st[0])
+    s1 = nl.load(st[1])
+    m = nl.load(rhs)
+    acc = nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum)
+    for i in range(16):
+        tt = nisa.nc_transpose(t[:, i * 128:(i + 1) * 128])
+        acc += nisa.nc_matmul(s0 if i % 2 == 0 else s1, m)
+        nl.store(tout[i], value=nl.copy(tt, dtype=nl.float32))
+    nl.store(out, value=nl.copy(acc, dtype=nl.float32))
+    return out, tout
+
+
+def test_a_load_stationary_after_a_transpose_continues_the_path() -> None:
+    res, path = _path(transposes_then_matmuls, np.zeros((128, 2048), np.float32),
+                      np.zeros((2, 128, 128), np.float32), np.zeros((128, 512), np.float32))
+    assert [s.why for s in path.steps[1:]].count("start") == 0  # the walk never breaks
+    first = path.steps[0]  # the walk reaches the launch's first load
+    assert is_dma_row(first.event.engine) and first.event.instr_id == 0
+    assert sum(s.wait_ns + s.event.end_ns - s.event.start_ns for s in path.steps) == \
+        pytest.approx(res.latency_ns, rel=1e-6)
+    ls = [s for s in path.steps if s.event.engine == "tensor_ls"]
+    assert ls and all(s.why in ("engine", "") or "#" in s.why for s in ls)
+
+
 def _sample_launches():
     for path in sorted(KERNELS.glob("*.py")):
         if "def example_inputs" not in path.read_text():
