@@ -122,9 +122,10 @@ def _reloads(res: SimResult, path: CriticalPath, s: dict) -> list[Advice]:
     if _path_share(path, "dma") < MIN_SHARE * 3 or extra < MIN_SHARE * res.latency_ns:
         return []
     loads: dict[tuple, list] = {}  # (tensor, region) -> [count, bytes, lines]
+    ran = res.timing.instruction_end_ns  # (a load the compiler dropped as a repeat never ran)
     for ins in res.program.instructions:
         src = ins.srcs.get("src") if ins.opcode in DMA_OPCODES else None
-        if src is None or src.space is not MemSpace.HBM:
+        if src is None or src.space is not MemSpace.HBM or ins.id not in ran:
             continue
         key = (src.tensor.id, src.offset, src.pattern)
         entry = loads.setdefault(key, [0, src.nbytes, set(), src.tensor.name])

@@ -147,6 +147,32 @@ def test_small_dma_fires_on_narrow_transfers_only() -> None:
     assert "small_dma" not in _rules(wide_copy, A_WIDE)
 
 
+@nki.jit
+def reload_twice_per_iteration(a, b):
+    """Loads ``a``'s block twice in each iteration (the compiler merges the second load) and
+    once more in every iteration (a reload the compiler keeps)."""
+    out = nl.ndarray(b.shape, dtype=b.dtype, buffer=nl.shared_hbm)
+    for j in nl.affine_range(b.shape[1] // 2048):
+        x = nl.load(a[:, 0:2048])
+        y = nl.load(b[:, j * 2048:(j + 1) * 2048])
+        x2 = nl.load(a[:, 0:2048])
+        nl.store(out[:, j * 2048:(j + 1) * 2048], value=nl.add(nl.add(x, y), x2))
+    return out
+
+
+def test_reloads_count_only_the_loads_the_compiler_keeps() -> None:
+    args = A_WIDE, np.zeros((128, 16384), F32)
+    res = ncs.simulate(reload_twice_per_iteration, *args, functional=False,
+                       config=override(AS_WRITTEN, {"compiler": {"merge_repeated_loads": True}},
+                                       "tests"))
+    tips = {t.rule: t.text for t in advice(res)}
+    assert "reloads" in tips and "the same region of a 8 times" in tips["reloads"]
+    assert _line(reload_twice_per_iteration, "x2 = nl.load") not in tips["reloads"]
+    merged_off = {t.rule: t.text for t in advice(ncs.simulate(
+        reload_twice_per_iteration, *args, functional=False, config=AS_WRITTEN))}
+    assert "the same region of a 16 times" in merged_off["reloads"]
+
+
 def test_reloads_fire_on_the_same_region_loaded_again_only() -> None:
     rules = _rules(reload_same, A_WIDE, np.zeros((128, 16384), F32))
     assert "reloads" in rules and "the same region of a 8 times" in rules["reloads"]
