@@ -389,7 +389,9 @@ def override(base: NeuronCoreConfig, fields: dict[str, object], where: str) -> N
                           f"{fields_hint(unknown[0])}")
     bad = sorted(set(options) - set(CompileOptions.names()))
     if bad:
-        raise ConfigError(f"{where}: unknown compile option(s) {bad}; expected one of "
+        close = difflib.get_close_matches(bad[0], CompileOptions.names(), n=1, cutoff=0.6)
+        guess = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(f"{where}: unknown compile option(s) {bad}{guess}; expected one of "
                           f"{', '.join(CompileOptions.names())}")
     try:
         if options:

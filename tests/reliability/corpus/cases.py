@@ -389,7 +389,7 @@ CLI_CASES: list[CliCase] = [
     _c("run_trace_max_events_negative", "run --trace-max-events -1 {d}/script_rule.py", 2, r"--trace-max-events: expected an integer >= 0, found '-1'"),
     _c("run_bad_config", "run --config trn9 {d}/script_rule.py", 2, USAGE + r"found 'trn9'"),
     _c("compiler_option_no_value", "profile {d}/good.py --compiler-option dge", 2, USAGE + r"--compiler-option: expected NAME=VALUE \(one of toolchain, dge, .*\), found 'dge'"),
-    _c("compiler_option_unknown", "profile {d}/good.py --compiler-option dgee=true", 2, USAGE + r"--compiler-option: unknown compile option\(s\) \['dgee'\]; expected one of toolchain, dge"),
+    _c("compiler_option_unknown", "profile {d}/good.py --compiler-option dgee=true", 2, USAGE + r"--compiler-option: unknown compile option\(s\) \['dgee'\] \(did you mean 'dge'\?\); expected one of toolchain, dge"),
     _c("compiler_option_bad_value", "run --compiler-option auto_cast=fp8 {d}/script_rule.py", 2, USAGE + r"'auto_cast' must be one of none, matmult, all, found 'fp8'"),
     _c("compiler_option_sweep", "sweep {d}/good.py --compiler-option dge=maybe --param N=1", 2, USAGE + r"compile option 'dge' must be true or false, found 'maybe'"),
     _c("run_max_launches_zero", "run --max-launches 0 {d}/script_rule.py", 2, r"--max-launches: expected an integer >= 1, found '0'"),
