@@ -101,10 +101,11 @@ def _loaded_tiles(instrs: list[Instruction]) -> set[int]:
             if block in seen:
                 spoiled.add(t.id)
             seen.add(block)
-    return {tid for tid in blocks if tid not in spoiled} - _reading(instrs, inputs_written)
+    plain = {tid for tid in blocks if tid not in spoiled}
+    return plain - _loaded_from_written(instrs, inputs_written)
 
 
-def _reading(instrs: list[Instruction], inputs_written: set[int]) -> set[int]:
+def _loaded_from_written(instrs: list[Instruction], inputs_written: set[int]) -> set[int]:
     """Tiles loaded from an input the kernel also writes (their loads are not comparable)."""
     return {ins.out.tensor.id for ins in instrs
             if ins.opcode is Opcode.DMA_COPY and "src" in ins.srcs
