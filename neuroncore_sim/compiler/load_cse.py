@@ -48,7 +48,7 @@ def merge_repeated_loads(instrs: list[Instruction]) -> list[Instruction]:
     for ins in instrs:
         if ins.opcode is not Opcode.DMA_COPY or ins.out.tensor.id not in loaded:
             continue
-        key = (_region(ins), ins.loops)
+        key = (load_region(ins), ins.loops)
         earlier = first.setdefault(key, ins)
         tile = ins.out.tensor
         if earlier is ins or earlier.out.tensor is tile or not _later_line(earlier, ins):
@@ -93,7 +93,7 @@ def _loaded_tiles(instrs: list[Instruction]) -> set[int]:
             t = a.tensor
             if t.kind == "input":
                 inputs_written.add(t.id)
-            if not _plain_load(ins) or a is not ins.out:
+            if not plain_load(ins) or a is not ins.out:
                 spoiled.add(t.id)
                 continue
             block = (a.offset, a.pattern)
@@ -112,7 +112,7 @@ def _loaded_from_written(instrs: list[Instruction], inputs_written: set[int]) ->
             and ins.srcs["src"].tensor.id in inputs_written}
 
 
-def _plain_load(ins: Instruction) -> bool:
+def plain_load(ins: Instruction) -> bool:
     """A load of a kernel input into a compiler-placed on-chip tile, nothing else to it."""
     if ins.opcode is not Opcode.DMA_COPY or ins.mask is not None or "src" not in ins.srcs:
         return False
@@ -123,7 +123,7 @@ def _plain_load(ins: Instruction) -> bool:
             and ins.attrs.get("dst_rmw_op") is None)
 
 
-def _region(ins: Instruction) -> tuple:
+def load_region(ins: Instruction) -> tuple:
     """What a plain load reads and where in its tile it puts it, as a comparable key."""
     src, dst = ins.srcs["src"], ins.out
     t = dst.tensor

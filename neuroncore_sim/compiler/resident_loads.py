@@ -25,9 +25,8 @@ Switch: ``config.compiler.keep_resident_loads``.
 from __future__ import annotations
 
 from ..config import NeuronCoreConfig
-from ..dtypes import dtype_str
-from ..program.ir import Instruction, MemSpace, Opcode, TensorDecl
-from .load_cse import without_loads_of
+from ..program.ir import Instruction, MemSpace, TensorDecl
+from .load_cse import load_region, plain_load, without_loads_of
 from .reorder import memory_demand
 from .tiles import site_key
 
@@ -65,16 +64,9 @@ def keep_resident_loads(instrs: list[Instruction], config: NeuronCoreConfig
 
 
 def _region(ins: Instruction, writes: dict[int, int]) -> tuple | None:
-    """What a load of a kernel input into a fresh SBUF tile reads, as a comparable key; None
-    for anything else."""
-    if ins.opcode is not Opcode.DMA_COPY or ins.mask is not None or "src" not in ins.srcs:
+    """What a load of a kernel input the kernel never writes into a fresh SBUF tile (written by
+    that load alone) reads, as a comparable key; None for anything else."""
+    if (not plain_load(ins) or ins.srcs["src"].tensor.id in writes
+            or writes.get(ins.out.tensor.id) != 1):
         return None
-    src, dst = ins.srcs["src"], ins.out
-    t = dst.tensor
-    if (src.tensor.kind != "input" or src.tensor.id in writes or dst.space is not MemSpace.SBUF
-            or t.kind != "tile" or t.placement is not None or writes.get(t.id) != 1
-            or src.view_dtype is not None or dst.view_dtype is not None
-            or ins.attrs.get("dst_rmw_op") is not None):
-        return None
-    return (src.tensor.id, src.offset, src.pattern, dtype_str(src.dtype), dst.offset,
-            dst.pattern, t.shape, dtype_str(t.dtype))
+    return load_region(ins)

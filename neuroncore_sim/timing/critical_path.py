@@ -111,6 +111,7 @@ class _Index:
         self.rows = {r: sorted(evs, key=_row_key) for r, evs in rows.items()}
         self.row_ends = {r: [e.end_ns for e in evs] for r, evs in self.rows.items()}
         self.by_end = sorted(events, key=lambda e: e.end_ns)
+        self._by_start: dict[str, tuple[list[Event], list[float]]] = {}
         self.ends = [e.end_ns for e in self.by_end]
         #: SPMD instance -> its last event to end (the next instance starts after it)
         self.instance_last: dict[int, Event] = {}
@@ -133,8 +134,13 @@ class _Index:
 
     def starting_at(self, t: float, row: str) -> Event | None:
         """An event of ``row`` that starts at ``t`` (the first of its row's order)."""
-        found = [e for e in self.rows.get(row, ()) if abs(e.start_ns - t) <= _EPS]
-        return min(found, key=_row_key, default=None)
+        by_start = self._by_start.get(row)
+        if by_start is None:  # built on first use: only LoadStationary steps ask
+            evs = sorted(self.rows.get(row, ()), key=lambda e: (e.start_ns, _row_key(e)))
+            by_start = self._by_start[row] = (evs, [e.start_ns for e in evs])
+        evs, starts = by_start
+        i = bisect.bisect_left(starts, t - _EPS)
+        return evs[i] if i < len(evs) and starts[i] <= t + _EPS else None
 
     def ending_at(self, t: float, rows: tuple[str, ...] | None = None,
                   exclude: Event | None = None) -> Event | None:

@@ -94,11 +94,7 @@ def cases(paths: dict[str, str]) -> list[Case]:
             kernel = root / "NKIBench" / "kernels" / Path(row["kernel"]).name
             reference = root / "NKIBench" / "reference" / Path(row["task"]).name
             profile = json.loads(row["profile"])
-            out.append(Case(f"nkibench/{kernel.stem}", NAME, float(profile["latency"]), "ms",
-                            lambda k=kernel, r=reference: (k.read_text(), r.read_text()),
-                            _run(kernel, reference),
-                            meta={"name": kernel.stem, "reference": str(reference),
-                                  "profile": {k: profile.get(k) for k in KEPT}}))
+            out.append(_case(f"nkibench/{kernel.stem}", kernel, reference, profile))
     return sorted(out, key=lambda c: c.id) + _optimised(root, {c.meta["name"]: c for c in out})
 
 
@@ -116,10 +112,16 @@ def _optimised(root: Path, baselines: dict[str, Case]) -> list[Case]:
             continue
         reference = Path(base.meta["reference"])
         profile = best[problem]
-        out.append(Case(f"nkibench/optimised/{kernel.stem}", NAME, float(profile["latency"]),
-                        "ms", lambda k=kernel, r=reference: (k.read_text(), r.read_text()),
-                        _run(kernel, reference),
-                        meta={"name": kernel.stem, "baseline": base.id,
-                              "profile": {k: profile.get(k) for k in KEPT}},
-                        primary=False))
+        out.append(_case(f"nkibench/optimised/{kernel.stem}", kernel, reference, profile,
+                         primary=False, baseline=base.id))
     return out
+
+
+def _case(cid: str, kernel: Path, reference: Path, profile: dict, primary: bool = True,
+          **meta: str) -> Case:
+    """A kernel of ``kernel`` on ``reference``'s inputs, measured by ``profile``."""
+    return Case(cid, NAME, float(profile["latency"]), "ms",
+                lambda: (kernel.read_text(), reference.read_text()), _run(kernel, reference),
+                meta={"name": kernel.stem, "reference": str(reference), **meta,
+                      "profile": {k: profile.get(k) for k in KEPT}},
+                primary=primary)
