@@ -34,7 +34,7 @@ KIB = 1024
 
 #: Version of the timing model: changed by every commit that moves estimates (a recalibration, a
 #: new mechanism), so stored cycle baselines can tell a model change from a kernel regression.
-MODEL_VERSION = "2026.11.29.9"
+MODEL_VERSION = "2026.11.29.10"
 
 #: Physical ranges of the fields whose size the simulator allocates or iterates over (a count
 #: of 10**8 DMA engines or 10**12 partitions would hang it or exhaust memory): (low, high, why).
@@ -55,8 +55,11 @@ _RANGES: dict[str, tuple[float, float, str]] = {
     **{f"{e}_clock_hz": (1e6, 1e11, " (1 MHz to 100 GHz)")
        for e in ("tensor", "vector", "scalar", "gpsimd", "sync")},
     "max_instructions_per_launch": (1, 10**9, ""),
+    "spill_reload_lead_instructions": (0, 10**6, ""),
     "tensor_sustained_fraction": (0.01, 1.0, " (a fraction of the documented TensorE rate)"),
 }
+#: Integer fields for which 0 is meaningful (0: the behaviour is off).
+ZERO_ALLOWED_FIELDS = frozenset({"spill_reload_lead_instructions"})
 #: Bounds of the other fields: numbers past them are typing errors, not hardware.
 _MAX_INT, _MAX_FLOAT = 10**12, 1e15
 
@@ -133,6 +136,7 @@ class NeuronCoreConfig:
     # --- compiler behaviour (assumptions, see docs/model.md) ---------------------------------
     loop_tile_buffers: int
     reorder_window_instructions: int
+    spill_reload_lead_instructions: int
     vectorize_max_free_elements: int
 
     # --- cost-formula constants and timing-model assumptions (cost.py, dma.py, timing.py) ------
@@ -164,9 +168,11 @@ class NeuronCoreConfig:
                 continue
             value = getattr(self, f.name)
             if f.type == "int":  # counts, sizes and cycle numbers are whole numbers
-                if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                zero = f.name in ZERO_ALLOWED_FIELDS
+                if not isinstance(value, int) or isinstance(value, bool) or value < 1 - zero:
                     raise ConfigError(
-                        f"config field {f.name!r} must be a positive integer, found {value!r}")
+                        f"config field {f.name!r} must be a "
+                        f"{'non-negative' if zero else 'positive'} integer, found {value!r}")
             elif (not isinstance(value, (int, float)) or isinstance(value, bool)
                   or not math.isfinite(value) or value <= 0):
                 raise ConfigError(
@@ -299,6 +305,12 @@ TRN1 = NeuronCoreConfig(
     # assumption: how many of an engine's unscheduled instructions the compiler's scheduler
     # looks ahead when it interleaves affine_range iterations (compiler/reorder.py)
     reorder_window_instructions=32,
+    # assumption (derived, docs/model.md "Spilling"): how many instructions ahead of its reader
+    # the compiler issues an SBUF spill reload, so that the tiles those instructions touch are
+    # not evicted for it: a reload's DMA round trip, 1300 ns fixed latency + a 256 KiB tile at
+    # 16 x 17 B/ns (964 ns), over a [128, 512] fp32 VectorE instruction (512 cycles at 1.12 GHz,
+    # 457 ns): 2264 / 457 -> 5
+    spill_reload_lead_instructions=5,
     # assumption: the widest merged operand (elements per partition) the compiler's loop
     # vectorisation makes (compiler/vectorize.py): nl.tile_size.psum_fmax. Bounded by Autocomp's
     # conv1d profiles: a 64 x [128, 3] loop is vectorised (192), a 2048 x [128, 3] one is not

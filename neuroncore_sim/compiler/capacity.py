@@ -159,7 +159,8 @@ def plan_buffers(instrs: list[Instruction], config: NeuronCoreConfig,
     if MemSpace.SBUF in over and not psum_over:
         sb = MemSpace.SBUF
         spill = plan_spills(instrs, split, decls, last, _capacity(sb, config, placed_bytes),
-                            tile_bytes, placed_bytes[sb], sb)
+                            tile_bytes, placed_bytes[sb], sb,
+                            lead=config.spill_reload_lead_instructions)
     if psum_over:
         ps = MemSpace.PSUM
         bank = config.psum_bank_bytes

@@ -14,7 +14,9 @@ Called by :func:`.capacity.plan_buffers` only then. The model (docs/model.md, "S
   The victim is the one whose next use is furthest away per byte its eviction moves (Belady's
   choice weighted by cost: a dirty tile costs a save and a reload of its bytes, a clean one a
   reload, a tile never written nothing; ties: the furthest next use, the larger tile, then the
-  later key). A victim written since it was
+  later key), among the tiles none of the ``lead`` instructions before it touched when there
+  is one (SBUF: the compiler issues a reload ahead of its reader, so the tiles those
+  instructions use are not its memory). A victim written since it was
   last saved is stored to the next memory first (a *spill save*: SBUF to HBM, PSUM to SBUF); a
   victim whose copy there is current is dropped without a store.
 * A tile filled only by DMA loads from HBM tensors the kernel never writes (its inputs) is clean:
@@ -127,7 +129,8 @@ class SpillPlan:
 def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[int, TensorDecl],
                 last: dict[int, int], capacity: int,
                 size_of: Callable[[TensorDecl], int], placed: int = 0,
-                space: MemSpace = MemSpace.SBUF, stop_at_move: bool = False) -> SpillPlan:
+                space: MemSpace = MemSpace.SBUF, stop_at_move: bool = False,
+                lead: int = 0) -> SpillPlan:
     """Place the ``space`` tiles of one instance in program order (module docstring).
 
     Args:
@@ -139,6 +142,9 @@ def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[in
         space: SBUF (spills go to HBM) or PSUM (spills go to SBUF).
         stop_at_move: stop after the first instruction with a spill save or reload (a
             ``partial`` plan, for a caller that only asks whether the plan moves bytes).
+        lead: how many instructions ahead of its reader a reload is issued: the tiles the
+            ``lead`` instructions before an instruction touched are not evicted for it while
+            another tile can be (module docstring).
 
     Returns:
         The plan (``spilled`` False when the tiles fit by live range).
@@ -162,7 +168,7 @@ def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[in
     ends: list[tuple[int, int]] = []  # (last use, key) of tiles placed
     free: deque[list[int]] = deque([[capacity, -1]])  # [bytes, last holder] oldest first
     used = out_bytes = 0
-    evictable = _Evictable()
+    evictable = _Evictable(lead)
     for i, keys in enumerate(touched):
         while ends and ends[0][0] < i:  # dead tiles free their memory
             _, k = heapq.heappop(ends)
@@ -245,7 +251,7 @@ def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[in
             u = uses[k]
             j = bisect.bisect_right(u, i)
             evictable.push(k, u[j] if j < len(u) else _NEVER, resident[k],
-                           _eviction_bytes(k, size[k] * decls[k].rows, dirty, saved, const))
+                           _eviction_bytes(k, size[k] * decls[k].rows, dirty, saved, const), i)
         for k in need:  # a streamed site's tile leaves after each read (clean: no save)
             if (k in resident and k in from_input and k in hoisted and k not in dirty
                     and _site(decls[k]) in streamed and k not in loaded[i]):
@@ -384,23 +390,38 @@ class _Evictable:
     by next use (then size, then key). A tile's next use and cost change only at an instruction
     that touches it, which pushes it anew (:meth:`push`); older entries are skipped."""
 
-    __slots__ = ("groups", "version")
+    __slots__ = ("groups", "version", "used_at", "lead")
 
-    def __init__(self) -> None:
+    def __init__(self, lead: int = 0) -> None:
         #: eviction bytes -> heap of (-next use, -size, -key, version, key)
         self.groups: dict[int, list[tuple[int, int, int, int, int]]] = {}
         self.version: dict[int, int] = {}
+        self.used_at: dict[int, int] = {}  # tile -> the instruction that last touched it
+        self.lead = lead
 
-    def push(self, k: int, next_use: int, nbytes: int, cost: int) -> None:
+    def push(self, k: int, next_use: int, nbytes: int, cost: int, at: int) -> None:
+        """Tile ``k`` as a candidate, touched by instruction ``at``."""
+        self.used_at[k] = at
         v = self.version[k] = self.version.get(k, 0) + 1
         heapq.heappush(self.groups.setdefault(cost, []), (-next_use, -nbytes, -k, v, k))
 
     def victim(self, resident: dict[int, int], need: list[int], i: int) -> int:
         """The resident tile not used by instruction ``i`` whose next use is furthest away per
         byte its eviction moves (ties: the furthest next use, the larger tile, the later key):
-        the best of each cost's heap top."""
+        the best of each cost's heap top. A tile one of the ``lead`` instructions before ``i``
+        touched is taken only when every other candidate is (its reader may still be running
+        when the DMA that needs its memory is issued)."""
+        best = self._victim(resident, need, i, i - self.lead) if self.lead else -1
+        if best < 0:
+            best = self._victim(resident, need, i, i + 1)
+        assert best >= 0  # _too_big ruled out an instruction that alone does not fit
+        return best
+
+    def _victim(self, resident: dict[int, int], need: list[int], i: int, since: int) -> int:
+        """:meth:`victim` among the tiles last touched before instruction ``since``; -1 when
+        there is none."""
         best, best_rank = -1, None
-        version = self.version
+        version, used_at = self.version, self.used_at
         for cost, heap in list(self.groups.items()):
             aside = []
             top = None
@@ -409,7 +430,7 @@ class _Evictable:
                 k = e[4]
                 if k not in resident or version[k] != e[3]:
                     heapq.heappop(heap)  # (evicted, dead, or pushed anew since)
-                elif k in need:
+                elif k in need or used_at[k] >= since:
                     aside.append(heapq.heappop(heap))
                 else:
                     top = e
@@ -424,7 +445,6 @@ class _Evictable:
             rank = (distance / cost if cost else float("inf"), distance, -top[1], top[4])
             if best_rank is None or rank > best_rank:
                 best, best_rank = top[4], rank
-        assert best_rank is not None  # _too_big ruled out an instruction that alone does not fit
         return best
 
 

@@ -255,7 +255,9 @@ def test_scan_kernel_spills_only_at_long_sequence(seq, spills):
     spill_warnings = [w for w in caught if issubclass(w.category, SpillWarning)]
     assert bool(spill_warnings) == spills
     reloaded = res.summary()["memory"]["sbuf"]["spill_reload_bytes"]
-    assert (reloaded > 0) == spills
+    # what is evicted comes back: reloaded, or rewritten by its memsets (a constant)
+    moved = reloaded > 0 or any("rewrites" in str(w.message) for w in spill_warnings)
+    assert moved == spills
 
 
 # --- what stays a CapacityError -------------------------------------------------------------

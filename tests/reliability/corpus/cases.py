@@ -459,7 +459,7 @@ class ConfigCase:
 def _config_cases() -> list[ConfigCase]:
     import dataclasses
 
-    from neuroncore_sim.config import NeuronCoreConfig
+    from neuroncore_sim.config import ZERO_ALLOWED_FIELDS, NeuronCoreConfig
 
     cases = []
     for f in dataclasses.fields(NeuronCoreConfig):
@@ -470,6 +470,9 @@ def _config_cases() -> list[ConfigCase]:
             cases.append(ConfigCase("compiler", 'compiler = "fast"', "-1",
                                     r"'compiler' must be a table of compile options \(toolchain, "
                                     r"dge, .*\), found ('fast'|-1)"))
+        elif f.type == "int" and f.name in ZERO_ALLOWED_FIELDS:  # >= 0: below zero, a fraction
+            cases.append(ConfigCase(f.name, f"{f.name} = -1", "2.5",
+                                    rf"'{f.name}' must be a non-negative integer, found (-1|2.5)"))
         elif f.type == "int":  # a whole number > 0: zero in the file, a fraction on the line
             cases.append(ConfigCase(f.name, f"{f.name} = 0", "2.5",
                                     rf"'{f.name}' must be a positive integer, found (0|2.5)"))
