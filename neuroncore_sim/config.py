@@ -58,8 +58,9 @@ _RANGES: dict[str, tuple[float, float, str]] = {
     "spill_reload_lead_instructions": (0, 10**6, ""),
     "tensor_sustained_fraction": (0.01, 1.0, " (a fraction of the documented TensorE rate)"),
 }
-#: Integer fields for which 0 is meaningful (0: the behaviour is off).
-ZERO_ALLOWED_FIELDS = frozenset({"spill_reload_lead_instructions"})
+#: Integer fields for which 0 is meaningful (0: the behaviour is off): those whose range starts
+#: at 0.
+ZERO_ALLOWED_FIELDS = frozenset(name for name, (low, _, _) in _RANGES.items() if low == 0)
 #: Bounds of the other fields: numbers past them are typing errors, not hardware.
 _MAX_INT, _MAX_FLOAT = 10**12, 1e15
 
