@@ -257,8 +257,14 @@ def _in_processes(tasks: list[Task], target: str, cfg: NeuronCoreConfig, check: 
             yield futures[fut][0], row
     except BaseException:  # Ctrl-C, an error: stop now (saved points stay)
         workers = list((getattr(pool, "_processes", None) or {}).values())  # before shutdown
+        manager = getattr(pool, "_executor_manager_thread", None)  # (shutdown forgets it too)
         pool.shutdown(wait=False, cancel_futures=True)  # queued points never start
         _stop_workers(workers)  # running points stop too, instead of being waited for
+        # The pool's manager thread sees its workers gone and closes its wake-up pipe: wait for
+        # it (quick, nothing is left to run), or the interpreter's exit hook may write to that
+        # pipe while it closes and print a traceback (a race in concurrent.futures, 3.11).
+        if manager is not None:
+            manager.join(1.0)
         raise
     pool.shutdown(wait=True)
     if lost:
