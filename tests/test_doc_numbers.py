@@ -82,14 +82,18 @@ def test_trace_bytes_per_event_quoted_in_reports_md(tmp_path):
 
 
 def test_fast_and_reference_values_differ_as_model_md_says():
-    quoted = re.search(r"matmul_bf16 differs on (\d+) % of its fp32 outputs",
+    quoted = re.search(r"matmul_bf16 differs on about (\d+) % of its fp32 outputs",
                        _flat((ROOT / "docs" / "model.md").read_text()))
     assert quoted, "docs/model.md no longer quotes the matmul_bf16 difference"
     module = load_kernel_file(ROOT / "kernels" / "matmul_bf16.py")
     pos, kw = example_inputs(module, "matmul_bf16.py")
     fast = ncs.simulate(module.kernel, *pos, timing=False, **kw).outputs[0]
     ref = ncs.simulate(module.kernel, *pos, timing=False, functional="reference", **kw).outputs[0]
-    assert round(100 * float(np.mean(fast != ref))) == int(quoted.group(1))
+    # The share of differing outputs depends on the BLAS build's summation order (62 % with
+    # one OpenBLAS, 63 % with another); the docs say "about", so a few points either way.
+    share = 100 * float(np.mean(fast != ref))
+    assert abs(share - int(quoted.group(1))) <= 5, share
+    assert np.any(fast != ref)  # the two paths do differ (the sentence's point)
 
 
 def _ignored(paths: list[str]) -> set[str]:
