@@ -4,6 +4,7 @@ the best point's full report (issue 27, item 4)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -34,8 +35,12 @@ def test_profile_param_sets_example_inputs_and_kernel_keywords(capsys):
     assert "== launch 1: kernel (M=256, n_block=2)" in text
     assert _printed_latency(text) == pytest.approx(_latency(M=256, n_block=2), abs=0.5)
     assert _latency(M=256, n_block=2) != _latency()  # the parameters changed the launch
-    # the reference is called with the kernel keyword it takes, on the point's inputs
-    assert "result check: max abs error" in text and "= 0\n" in text
+    # the reference is called with the kernel keyword it takes, on the point's inputs: then the
+    # two agree to the last bf16 place (0 with one BLAS build, 0.0625, one bf16 ulp of the
+    # outputs near 16, with another, whose fp32 sums round differently); on the wrong
+    # inputs the error would be of the size of the outputs (about 16)
+    error = re.search(r"result check: max abs error vs .* = ([0-9.e+-]+)\n", text)
+    assert error and float(error.group(1)) <= 0.125, text
 
 
 def test_profile_param_sets_a_config_field(capsys):
