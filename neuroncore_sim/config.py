@@ -34,7 +34,7 @@ KIB = 1024
 
 #: Version of the timing model: changed by every commit that moves estimates (a recalibration, a
 #: new mechanism), so stored cycle baselines can tell a model change from a kernel regression.
-MODEL_VERSION = "2026.11.29.10"
+MODEL_VERSION = "2026.11.29.11"
 
 #: Physical ranges of the fields whose size the simulator allocates or iterates over (a count
 #: of 10**8 DMA engines or 10**12 partitions would hang it or exhaust memory): (low, high, why).

@@ -160,7 +160,8 @@ def plan_buffers(instrs: list[Instruction], config: NeuronCoreConfig,
         sb = MemSpace.SBUF
         spill = plan_spills(instrs, split, decls, last, _capacity(sb, config, placed_bytes),
                             tile_bytes, placed_bytes[sb], sb,
-                            lead=config.spill_reload_lead_instructions)
+                            lead=config.spill_reload_lead_instructions,
+                            beyond=config.reorder_window_instructions)
     if psum_over:
         ps = MemSpace.PSUM
         bank = config.psum_bank_bytes

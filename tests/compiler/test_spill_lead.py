@@ -41,16 +41,16 @@ def _x():
 
 
 def test_the_victim_is_the_furthest_next_use_among_tiles_not_touched_just_now():
-    from neuroncore_sim.compiler.spill import _Evictable
+    from neuroncore_sim.compiler.evictable import Evictable
     resident = {k: 2048 for k in (1, 2, 3, 4)}
     # (tile, next use, last touched by): tile 4 was read just now and is read again last
     uses = {1: (20, 2), 2: (30, 3), 3: (12, 4), 4: (90, 9)}
     for lead_n, want in ((0, 4), (5, 2)):
-        ev = _Evictable(lead_n)
+        ev = Evictable(lead_n)
         for k, (nxt, at) in uses.items():
             ev.push(k, nxt, 2048, 2 * 2048, at)
         assert ev.victim(resident, [], 10) == want  # Belady alone: the tile just read
-    ev = _Evictable(50)  # every tile touched within the lead: Belady's choice after all
+    ev = Evictable(50)  # every tile touched within the lead: Belady's choice after all
     for k, (nxt, at) in uses.items():
         ev.push(k, nxt, 2048, 2 * 2048, at)
     assert ev.victim(resident, [], 10) == 4
