@@ -190,6 +190,25 @@ def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[in
     free: deque[list[int]] = deque([[capacity, -1]])  # [bytes, last holder] oldest first
     used = out_bytes = 0
     evictable = Evictable(lead)
+
+    def evict(v: int, at: int) -> None:
+        """Evict ``v`` before instruction ``at`` (a save first when it is dirty)."""
+        nonlocal used, out_bytes
+        if v in hoisted and v in from_input and v not in dirty:
+            streamed.add(_site(decls[v]))
+        used -= resident.pop(v)
+        free.append([size[v], v])
+        out.add(v)
+        out_bytes += size[v]
+        if v in dirty:
+            dirty.discard(v)
+            saved.add(v)
+            plan.before.setdefault(at, []).append(SpillOp(save_kind, v))
+            nbytes = size[v] * decls[v].rows
+            plan.save_bytes += nbytes
+            site = str(decls[v].site) if decls[v].site is not None else decls[v].name
+            plan.saved_sites[site] = plan.saved_sites.get(site, 0) + nbytes
+
     for i, keys in enumerate(touched):
         while ends and ends[0][0] < i:  # dead tiles free their memory
             _, k = heapq.heappop(ends)
@@ -202,35 +221,18 @@ def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[in
         need = [k for k in keys if k in size]
         if sum(size[k] for k in need) > capacity:
             _too_big(instrs[i], need, decls, size, capacity, placed, space)
-        def evict(v: int) -> None:
-            nonlocal used, out_bytes
-            if v in hoisted and v in from_input and v not in dirty:
-                streamed.add(_site(decls[v]))
-            used -= resident.pop(v)
-            free.append([size[v], v])
-            out.add(v)
-            out_bytes += size[v]
-            if v in dirty:
-                dirty.discard(v)
-                saved.add(v)
-                plan.before.setdefault(i, []).append(SpillOp(save_kind, v))
-                nbytes = size[v] * decls[v].rows
-                plan.save_bytes += nbytes
-                site = str(decls[v].site) if decls[v].site is not None else decls[v].name
-                plan.saved_sites[site] = plan.saved_sites.get(site, 0) + nbytes
-
         for k in need:
             if k in resident:
                 continue
             while used + size[k] > capacity:
-                evict(evictable.victim(resident, need, i))
+                evict(evictable.victim(resident, need, i), i)
             if fresh:  # memory the last `lead` instructions' tiles held is not taken
                 since = i - lead
                 while _stale_bytes(free, evictable.used_at, since) < size[k]:
                     v = evictable.stale_victim(resident, need, i, since, beyond)
                     if v < 0:
                         break
-                    evict(v)
+                    evict(v, i)
                 holders = _take(free, size[k], evictable.used_at, since)
             else:
                 holders = _take(free, size[k])
