@@ -228,14 +228,18 @@ def plan_spills(instrs: list[Instruction], split: dict[int, int], decls: dict[in
                 evict(evictable.victim(resident, need, i), i)
             if fresh:  # memory the last `lead` instructions' tiles held is not taken
                 since = i - lead
-                while _stale_bytes(free, evictable.used_at, since) < size[k]:
+                stale = _stale_first(free, evictable.used_at, since)
+                evicted = False
+                while stale < size[k]:
                     v = evictable.stale_victim(resident, need, i, since, beyond)
                     if v < 0:
                         break
-                    evict(v, i)
-                holders = _take(free, size[k], evictable.used_at, since)
-            else:
-                holders = _take(free, size[k])
+                    evict(v, i)  # (its memory is stale: nothing since `since` touched it)
+                    stale += size[v]
+                    evicted = True
+                if evicted:  # (its chunks went to the end, behind the recent ones)
+                    _stale_first(free, evictable.used_at, since)
+            holders = _take(free, size[k])
             if k in out:
                 out.discard(k)
                 out_bytes -= size[k]
@@ -359,22 +363,20 @@ def _read_cols(ins: Instruction, k: int, t: TensorDecl, split: dict[int, int]
     return None
 
 
-def _stale_bytes(free: deque[list[int]], used_at: dict[int, int], since: int) -> int:
-    """Free bytes whose last holder no instruction from ``since`` on touched."""
-    return sum(c[0] for c in free if c[1] < 0 or used_at.get(c[1], -1) < since)
+def _stale_first(free: deque[list[int]], used_at: dict[int, int], since: int) -> int:
+    """Put the free chunks whose last holder no instruction from ``since`` on touched first
+    (each group in its order); their bytes."""
+    stale, recent = [], []
+    for c in free:
+        (stale if c[1] < 0 or used_at.get(c[1], -1) < since else recent).append(c)
+    if recent and stale:
+        free.clear()
+        free.extend(stale + recent)
+    return sum(c[0] for c in stale)
 
 
-def _take(free: deque[list[int]], nbytes: int, used_at: dict[int, int] | None = None,
-          since: int = 0) -> tuple[int, ...]:
-    """Take ``nbytes`` from the least recently freed chunks; the tiles that last held them.
-    With ``used_at``: the chunks whose last holder no instruction from ``since`` on touched
-    first (in their order), then the others."""
-    if used_at is not None:
-        stale = [c for c in free if c[1] < 0 or used_at.get(c[1], -1) < since]
-        if len(stale) < len(free):
-            order = stale + [c for c in free if not (c[1] < 0 or used_at.get(c[1], -1) < since)]
-            free.clear()
-            free.extend(order)
+def _take(free: deque[list[int]], nbytes: int) -> tuple[int, ...]:
+    """Take ``nbytes`` from the least recently freed chunks; the tiles that last held them."""
     holders: list[int] = []
     while nbytes > 0:
         chunk = free[0]
